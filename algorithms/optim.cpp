@@ -1,0 +1,62 @@
+// Inner optimizer construction, schedule and step.
+#include "algorithms/optim.hpp"
+
+#include <torch/nn/utils/clip_grad.h>
+
+#include <cmath>
+
+#include "config/section.hpp"
+
+namespace locosim {
+
+OptimizerConfig OptimizerConfig::parse(Section& s) {
+  OptimizerConfig c;
+  c.name = s.choice("name", {"adamw", "sgd"}, c.name);
+  c.lr = s.number("lr", c.lr, Range::positive());
+  c.weight_decay = s.number("weight_decay", c.name == "sgd" ? 0.0 : c.weight_decay, Range::non_negative());
+  if (c.name == "adamw") {
+    std::vector<double> betas = s.numbers("betas", 2, std::vector<double>{c.beta1, c.beta2}, Range::closed_open(0, 1));
+    c.beta1 = betas[0];
+    c.beta2 = betas[1];
+    c.eps = s.number("eps", c.eps, Range::positive());
+  } else {
+    c.momentum = s.number("momentum", c.momentum, Range::closed_open(0, 1));
+  }
+  c.warmup_steps = s.integer("warmup_steps", c.warmup_steps, Range::non_negative());
+  c.schedule = s.choice("schedule", {"cosine", "constant"}, c.schedule);
+  c.min_lr_ratio = s.number("min_lr_ratio", c.min_lr_ratio, Range::closed(0, 1));
+  c.clip_norm = s.number("clip_norm", c.clip_norm, Range::non_negative());
+  s.finish();
+  return c;
+}
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& params,
+                                                        const OptimizerConfig& cfg) {
+  if (cfg.name == "sgd") {
+    return std::make_unique<torch::optim::SGD>(
+        params, torch::optim::SGDOptions(cfg.lr).momentum(cfg.momentum).weight_decay(cfg.weight_decay));
+  }
+  return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(cfg.lr)
+                                                           .betas({cfg.beta1, cfg.beta2})
+                                                           .eps(cfg.eps)
+                                                           .weight_decay(cfg.weight_decay));
+}
+
+double scheduled_lr(const OptimizerConfig& cfg, int64_t step, int64_t total_steps) {
+  if (step < cfg.warmup_steps) return cfg.lr * static_cast<double>(step + 1) / static_cast<double>(cfg.warmup_steps);
+  if (cfg.schedule == "constant") return cfg.lr;
+  int64_t decay_steps = std::max<int64_t>(1, total_steps - cfg.warmup_steps);
+  double progress = std::min(1.0, static_cast<double>(step - cfg.warmup_steps) / static_cast<double>(decay_steps));
+  double cosine = 0.5 * (1.0 + std::cos(M_PI * progress));
+  return cfg.lr * (cfg.min_lr_ratio + (1.0 - cfg.min_lr_ratio) * cosine);
+}
+
+void optimizer_step(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params,
+                    const OptimizerConfig& cfg, int64_t step, int64_t total_steps) {
+  double lr = scheduled_lr(cfg, step, total_steps);
+  for (auto& group : opt.param_groups()) group.options().set_lr(lr);
+  if (cfg.clip_norm > 0) torch::nn::utils::clip_grad_norm_(params, cfg.clip_norm);
+  opt.step();
+}
+
+}  // namespace locosim

@@ -1,0 +1,40 @@
+// The inner optimizer every policy trains with (AdamW or SGD), its learning-rate schedule and
+// gradient clipping. One config, read from the scenario's train.optimizer.
+#pragma once
+#include <torch/optim.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace locosim {
+
+class Section;
+
+struct OptimizerConfig {
+  std::string name = "adamw";    // adamw | sgd (sgd: plain, for identity tests and FedAvg-style runs)
+  double lr = 1e-3;              // peak learning rate
+  double weight_decay = 0.1;     // decoupled (AdamW); L2 for sgd
+  double beta1 = 0.9;            // AdamW betas (0.9, 0.95) as in OpenDiLoCo
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double momentum = 0.0;         // sgd only
+  int64_t warmup_steps = 0;      // linear warmup from 0 to lr
+  std::string schedule = "cosine";  // cosine (to min_lr_ratio·lr at the last step) | constant
+  double min_lr_ratio = 0.1;
+  double clip_norm = 1.0;        // global gradient-norm clip; 0 disables
+
+  static OptimizerConfig parse(Section& s);
+};
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& params,
+                                                        const OptimizerConfig& cfg);
+
+// The learning rate at `step` (0-based) of `total_steps`.
+double scheduled_lr(const OptimizerConfig& cfg, int64_t step, int64_t total_steps);
+
+// Sets the schedule's lr, clips the gradients and steps the optimizer.
+void optimizer_step(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params,
+                    const OptimizerConfig& cfg, int64_t step, int64_t total_steps);
+
+}  // namespace locosim

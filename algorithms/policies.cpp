@@ -1,0 +1,28 @@
+// The policy catalogue (see policies.hpp).
+#include "algorithms/policies.hpp"
+
+#include "config/section.hpp"
+
+namespace locosim {
+
+const std::vector<std::string>& policy_names() {
+  static const std::vector<std::string> names = {"ddp", "diloco"};
+  return names;
+}
+
+PolicySpec parse_policy(Section& s) {
+  PolicySpec spec;
+  spec.name = s.choice("name", policy_names());
+  spec.label = s.text("label", spec.name);
+  if (spec.name == "ddp") spec.config = DdpConfig::parse(s);
+  if (spec.name == "diloco") spec.config = DiLoCoConfig::parse(s);
+  s.finish();
+  return spec;
+}
+
+std::unique_ptr<Policy> make_policy(const PolicySpec& spec, PolicyContext ctx) {
+  if (auto* c = std::get_if<DdpConfig>(&spec.config)) return make_ddp(*c, std::move(ctx));
+  return make_diloco(std::get<DiLoCoConfig>(spec.config), std::move(ctx));
+}
+
+}  // namespace locosim

@@ -1,0 +1,49 @@
+// What a run records: per-step metrics and per-worker activity intervals, kept in memory and
+// written as the run folder's CSV files. Plain data: both backends fill it the same way.
+#pragma once
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace locosim {
+
+struct MetricRow {
+  double time_s = 0;
+  int worker = 0;
+  int64_t step = 0;        // 1-based: the number of steps done
+  int64_t tokens = 0;      // tokens this worker has trained on so far
+  double train_loss = 0;
+  double eval_loss = std::numeric_limits<double>::quiet_NaN();  // NaN where not evaluated
+};
+
+enum class EventKind { compute, send, recv, wait };
+const char* event_kind_name(EventKind kind);
+
+struct EventRow {
+  int worker = 0;
+  EventKind kind = EventKind::compute;
+  double start_s = 0;
+  double end_s = 0;
+  double bytes = 0;        // send/recv only
+  int peer = -1;           // send/recv only
+};
+
+class Recorder {
+ public:
+  void metric(const MetricRow& row) { metrics_.push_back(row); }
+  void event(const EventRow& row) { events_.push_back(row); }
+
+  const std::vector<MetricRow>& metrics() const { return metrics_; }
+  const std::vector<EventRow>& events() const { return events_; }
+
+  // Rows sorted by (time, worker, ...) so that files do not depend on actor scheduling details.
+  void write_metrics_csv(const std::string& path) const;
+  void write_events_csv(const std::string& path) const;
+
+ private:
+  std::vector<MetricRow> metrics_;
+  std::vector<EventRow> events_;
+};
+
+}  // namespace locosim

@@ -1,0 +1,78 @@
+// TrainLoop: the per-worker loop, written to read top to bottom like a SimGrid actor.
+//
+// Torch RAII guards (NoGradGuard) never span a Transport call: on the simulator every worker is a
+// coroutine on one thread, and thread-local grad mode would leak from one worker into another.
+#include "algorithms/train_loop.hpp"
+
+#include <torch/utils.h>
+
+#include <limits>
+
+#include "config/section.hpp"
+
+namespace locosim {
+
+TrainConfig TrainConfig::parse(Section& s) {
+  TrainConfig c;
+  c.steps = s.integer("steps", c.steps, Range::at_least(1));
+  c.batch_size = s.integer("batch_size", c.batch_size, Range::at_least(1));
+  c.eval_every = s.integer("eval_every", c.eval_every, Range::at_least(1));
+  c.eval_batches = s.integer("eval_batches", c.eval_batches, Range::at_least(1));
+  if (s.has("target_loss")) c.target_loss = s.number("target_loss", std::nullopt, Range::positive());
+  Section opt = s.child("optimizer", /*optional=*/true);
+  c.optimizer = OptimizerConfig::parse(opt);
+  s.finish();
+  return c;
+}
+
+double evaluate(TinyLlama& model, const Corpus& corpus, int64_t batches, int64_t batch_size) {
+  torch::NoGradGuard no_grad;
+  double total = 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    Batch batch = eval_batch(corpus, static_cast<int>(b), static_cast<int>(batch_size),
+                             static_cast<int>(model->config().seq_len));
+    total += model->loss(batch.x_BT, batch.y_BT).item<double>();
+  }
+  return total / static_cast<double>(batches);
+}
+
+TrainLoop::TrainLoop(TinyLlama model, Shard shard, const Corpus& corpus, Policy& policy, Transport& transport,
+                     const TrainConfig& cfg, double flops_per_step, Recorder& recorder)
+    : model_(std::move(model)),
+      shard_(std::move(shard)),
+      corpus_(corpus),
+      policy_(policy),
+      transport_(transport),
+      cfg_(cfg),
+      flops_per_step_(flops_per_step),
+      recorder_(recorder) {}
+
+void TrainLoop::run() {
+  const int64_t tokens_per_step = cfg_.batch_size * model_->config().seq_len;
+  for (int64_t step = 0; step < cfg_.steps; ++step) {
+    Batch batch = shard_.next(static_cast<int>(cfg_.batch_size));
+    double train_loss = 0;
+    transport_.compute(flops_per_step_, [&] {
+      model_->zero_grad();
+      torch::Tensor loss = model_->loss(batch.x_BT, batch.y_BT);
+      loss.backward();
+      train_loss = loss.item<double>();
+    });
+    policy_.step(step);
+
+    const bool last = step + 1 == cfg_.steps;
+    if (last) policy_.finish();
+    MetricRow row;
+    row.time_s = transport_.now_s();
+    row.worker = transport_.rank();
+    row.step = step + 1;
+    row.tokens = (step + 1) * tokens_per_step;
+    row.train_loss = train_loss;
+    if (last || (step + 1) % cfg_.eval_every == 0) {
+      row.eval_loss = evaluate(model_, corpus_, cfg_.eval_batches, cfg_.batch_size);
+    }
+    recorder_.metric(row);
+  }
+}
+
+}  // namespace locosim

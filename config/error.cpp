@@ -1,0 +1,23 @@
+// ConfigError: formats "file:line:column: key: message".
+#include "config/error.hpp"
+
+namespace locosim {
+namespace {
+
+std::string format(const std::string& file, int line, int column, const std::string& key,
+                   const std::string& message) {
+  std::string where = file;
+  if (line > 0) where += ":" + std::to_string(line) + ":" + std::to_string(column);
+  return where + ": " + (key.empty() ? "" : key + ": ") + message;
+}
+
+}  // namespace
+
+ConfigError::ConfigError(std::string file, int line, int column, std::string key, const std::string& message)
+    : std::runtime_error(format(file, line, column, key, message)),
+      file_(std::move(file)),
+      line_(line),
+      column_(column),
+      key_(std::move(key)) {}
+
+}  // namespace locosim

@@ -1,0 +1,389 @@
+// Section: strict, position-aware reading of a YAML mapping (see section.hpp).
+#include "config/section.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "config/error.hpp"
+
+namespace locosim {
+
+struct Section::Impl {
+  std::string file;
+  std::string path;             // dotted key of this section
+  YAML::Node node;              // the mapping; Null for an absent optional section
+  YAML::Mark mark;              // where the section starts (for errors about missing keys)
+  YAML::Node resolved;          // this section's part of the resolved tree
+  std::set<std::string> asked;  // every key a getter asked for, present or not
+};
+
+namespace {
+
+std::string format_number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
+}
+
+// Edit distance, for "did you mean" hints on misspelled keys.
+size_t distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string describe_node(const YAML::Node& n) {
+  if (n.IsScalar()) return "'" + n.Scalar() + "'";
+  if (n.IsSequence()) return "a list";
+  if (n.IsMap()) return "a mapping";
+  return "nothing";
+}
+
+[[noreturn]] void fail_at(const Section::Impl& s, const YAML::Mark& mark, const std::string& key,
+                          const std::string& message) {
+  std::string dotted = key.empty() ? s.path : (s.path.empty() ? key : s.path + "." + key);
+  throw ConfigError(s.file, mark.line + 1, mark.column + 1, dotted, message);
+}
+
+// The value at `key`, or an undefined node. Iterates instead of operator[] so nothing is inserted.
+YAML::Node lookup(Section::Impl& s, const std::string& key) {
+  s.asked.insert(key);
+  if (s.node.IsMap()) {
+    for (auto it = s.node.begin(); it != s.node.end(); ++it) {
+      if (it->first.Scalar() == key) return it->second;
+    }
+  }
+  return YAML::Node(YAML::NodeType::Undefined);
+}
+
+YAML::Node require_scalar(Section::Impl& s, const std::string& key, const YAML::Node& n, const char* what) {
+  if (!n.IsScalar()) fail_at(s, n.Mark(), key, std::string("must be ") + what + ", got " + describe_node(n));
+  return n;
+}
+
+std::shared_ptr<Section::Impl> make_impl(const std::string& file, const std::string& path, YAML::Node node,
+                                         YAML::Mark mark, YAML::Node resolved) {
+  auto impl = std::make_shared<Section::Impl>();
+  impl->file = file;
+  impl->path = path;
+  impl->node = node;
+  impl->mark = mark;
+  impl->resolved = resolved;
+  // yaml-cpp keeps the last of two equal keys; a duplicate is almost always a mistake.
+  if (node.IsMap()) {
+    std::set<std::string> seen;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      if (!seen.insert(it->first.Scalar()).second) {
+        fail_at(*impl, it->first.Mark(), it->first.Scalar(), "duplicate key");
+      }
+    }
+  }
+  return impl;
+}
+
+}  // namespace
+
+bool Range::contains(double v) const {
+  if (lo_open ? !(v > lo) : !(v >= lo)) return false;
+  if (hi_open ? !(v < hi) : !(v <= hi)) return false;
+  return true;
+}
+
+std::string Range::describe() const {
+  bool has_lo = std::isfinite(lo), has_hi = std::isfinite(hi);
+  if (has_lo && !has_hi) return (lo_open ? "> " : ">= ") + format_number(lo);
+  if (!has_lo && has_hi) return (hi_open ? "< " : "<= ") + format_number(hi);
+  if (!has_lo && !has_hi) return "any number";
+  return std::string("in ") + (lo_open ? "(" : "[") + format_number(lo) + ", " + format_number(hi) +
+         (hi_open ? ")" : "]");
+}
+
+Section::Section(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Section::Section(const Section&) = default;
+Section& Section::operator=(const Section&) = default;
+Section::~Section() = default;
+
+Section Section::load_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in || std::filesystem::is_directory(path)) {
+    throw ConfigError(path, 0, 0, "", "cannot be read (does the file exist?)");
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return load_string(text.str(), path);
+}
+
+Section Section::load_string(const std::string& yaml, const std::string& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(file, e.mark.line + 1, e.mark.column + 1, "", "invalid YAML: " + e.msg);
+  }
+  if (!root.IsMap()) {
+    int line = root.IsNull() ? 0 : root.Mark().line + 1;
+    int column = root.IsNull() ? 0 : root.Mark().column + 1;
+    throw ConfigError(file, line, column, "", "expected a mapping of keys at the top level, got " + describe_node(root));
+  }
+  return Section(make_impl(file, "", root, root.Mark(), YAML::Node(YAML::NodeType::Map)));
+}
+
+const std::string& Section::file() const { return impl_->file; }
+const std::string& Section::path() const { return impl_->path; }
+std::string Section::key_path(const std::string& key) const {
+  return impl_->path.empty() ? key : impl_->path + "." + key;
+}
+bool Section::has(const std::string& key) const {
+  if (!impl_->node.IsMap()) return false;
+  for (auto it = impl_->node.begin(); it != impl_->node.end(); ++it) {
+    if (it->first.Scalar() == key) return true;
+  }
+  return false;
+}
+
+void Section::fail(const std::string& key, const std::string& message) const {
+  impl_->asked.insert(key);
+  YAML::Node n = key.empty() ? YAML::Node(YAML::NodeType::Undefined) : lookup(*impl_, key);
+  fail_at(*impl_, n.IsDefined() ? n.Mark() : impl_->mark, key, message);
+}
+
+int64_t Section::integer(const std::string& key, std::optional<int64_t> fallback, Range range) {
+  YAML::Node n = lookup(*impl_, key);
+  int64_t value;
+  if (!n.IsDefined() || n.IsNull()) {
+    if (!fallback) fail(key, "is required (an integer " + range.describe() + ")");
+    value = *fallback;
+  } else {
+    const std::string& text = require_scalar(*impl_, key, n, "an integer").Scalar();
+    char* end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || errno == ERANGE) {
+      fail_at(*impl_, n.Mark(), key, "must be an integer, got '" + text + "'");
+    }
+    value = v;
+    if (!range.contains(static_cast<double>(value))) {
+      fail_at(*impl_, n.Mark(), key, "must be " + range.describe() + ", got " + text);
+    }
+  }
+  impl_->resolved[key] = value;
+  return value;
+}
+
+double Section::number(const std::string& key, std::optional<double> fallback, Range range) {
+  YAML::Node n = lookup(*impl_, key);
+  double value;
+  if (!n.IsDefined() || n.IsNull()) {
+    if (!fallback) fail(key, "is required (a number " + range.describe() + ")");
+    value = *fallback;
+  } else {
+    const std::string& text = require_scalar(*impl_, key, n, "a number").Scalar();
+    char* end = nullptr;
+    value = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !std::isfinite(value)) {
+      fail_at(*impl_, n.Mark(), key, "must be a number, got '" + text + "'");
+    }
+    if (!range.contains(value)) fail_at(*impl_, n.Mark(), key, "must be " + range.describe() + ", got " + text);
+  }
+  impl_->resolved[key] = value;
+  return value;
+}
+
+bool Section::flag(const std::string& key, std::optional<bool> fallback) {
+  YAML::Node n = lookup(*impl_, key);
+  bool value;
+  if (!n.IsDefined() || n.IsNull()) {
+    if (!fallback) fail(key, "is required (true or false)");
+    value = *fallback;
+  } else {
+    const std::string& text = require_scalar(*impl_, key, n, "true or false").Scalar();
+    if (text == "true") {
+      value = true;
+    } else if (text == "false") {
+      value = false;
+    } else {
+      fail_at(*impl_, n.Mark(), key, "must be true or false, got '" + text + "'");
+    }
+  }
+  impl_->resolved[key] = value;
+  return value;
+}
+
+std::string Section::text(const std::string& key, std::optional<std::string> fallback) {
+  YAML::Node n = lookup(*impl_, key);
+  std::string value;
+  if (!n.IsDefined() || n.IsNull()) {
+    if (!fallback) fail(key, "is required (a string)");
+    value = *fallback;
+  } else {
+    value = require_scalar(*impl_, key, n, "a string").Scalar();
+  }
+  impl_->resolved[key] = value;
+  return value;
+}
+
+std::string Section::choice(const std::string& key, const std::vector<std::string>& allowed,
+                            std::optional<std::string> fallback) {
+  std::string list;
+  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+  YAML::Node n = lookup(*impl_, key);
+  if ((!n.IsDefined() || n.IsNull()) && !fallback) fail(key, "is required (one of: " + list + ")");
+  std::string value = text(key, fallback);
+  if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
+    fail(key, "must be one of: " + list + "; got '" + value + "'");
+  }
+  return value;
+}
+
+std::vector<double> Section::numbers(const std::string& key, size_t count, std::optional<std::vector<double>> fallback,
+                                     Range range) {
+  YAML::Node n = lookup(*impl_, key);
+  std::vector<double> values;
+  std::string shape = "a list of " + std::to_string(count) + " numbers " + range.describe();
+  if (!n.IsDefined() || n.IsNull()) {
+    if (!fallback) fail(key, "is required (" + shape + ")");
+    values = *fallback;
+  } else {
+    if (!n.IsSequence() || n.size() != count) fail_at(*impl_, n.Mark(), key, "must be " + shape + ", got " + describe_node(n));
+    for (size_t i = 0; i < count; ++i) {
+      YAML::Node item = n[i];
+      std::string text = item.IsScalar() ? item.Scalar() : "";
+      char* end = nullptr;
+      double v = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || !std::isfinite(v) || !range.contains(v)) {
+        fail_at(*impl_, item.Mark(), key + "[" + std::to_string(i) + "]",
+                "must be a number " + range.describe() + ", got " + describe_node(item));
+      }
+      values.push_back(v);
+    }
+  }
+  YAML::Node out(YAML::NodeType::Sequence);
+  for (double v : values) out.push_back(v);
+  out.SetStyle(YAML::EmitterStyle::Flow);
+  impl_->resolved[key] = out;
+  return values;
+}
+
+double Section::quantity(const std::string& key, Quantity kind, std::optional<std::string> fallback, Range range) {
+  YAML::Node n = lookup(*impl_, key);
+  std::string text;
+  if (!n.IsDefined() || n.IsNull()) {
+    if (!fallback) fail(key, "is required (" + quantity_units(kind) + ")");
+    text = *fallback;
+  } else {
+    text = require_scalar(*impl_, key, n, "a quantity with a unit").Scalar();
+  }
+  std::string why;
+  std::optional<double> value = parse_quantity(text, kind, &why);
+  if (!value) fail(key, why);
+  if (!range.contains(*value)) fail(key, "must be " + range.describe() + " (in base units), got '" + text + "'");
+  impl_->resolved[key] = text;
+  return *value;
+}
+
+std::string Section::file_path(const std::string& key, std::optional<std::string> fallback) {
+  std::string value = text(key, fallback);
+  if (value.empty()) fail(key, "must be a path, got an empty string");
+  std::filesystem::path p(value);
+  if (p.is_relative()) p = std::filesystem::path(impl_->file).parent_path() / p;
+  return p.lexically_normal().string();
+}
+
+Section Section::child(const std::string& key, bool optional) {
+  YAML::Node n = lookup(*impl_, key);
+  if (!n.IsDefined() || n.IsNull()) {
+    if (!optional) fail(key, "is required (a mapping)");
+    impl_->resolved[key] = YAML::Node(YAML::NodeType::Map);
+    return Section(make_impl(impl_->file, key_path(key), YAML::Node(YAML::NodeType::Null), impl_->mark,
+                             impl_->resolved[key]));
+  }
+  if (!n.IsMap()) fail_at(*impl_, n.Mark(), key, "must be a mapping of keys, got " + describe_node(n));
+  impl_->resolved[key] = YAML::Node(YAML::NodeType::Map);
+  return Section(make_impl(impl_->file, key_path(key), n, n.Mark(), impl_->resolved[key]));
+}
+
+std::vector<Section> Section::list(const std::string& key, const std::string& scalar_key, bool optional) {
+  YAML::Node n = lookup(*impl_, key);
+  std::vector<Section> out;
+  impl_->resolved[key] = YAML::Node(YAML::NodeType::Sequence);
+  if (!n.IsDefined() || n.IsNull()) {
+    if (!optional) fail(key, "is required (a list)");
+    return out;
+  }
+  if (!n.IsSequence()) fail_at(*impl_, n.Mark(), key, "must be a list, got " + describe_node(n));
+  YAML::Node resolved = impl_->resolved[key];
+  for (size_t i = 0; i < n.size(); ++i) {
+    YAML::Node item = n[i];
+    std::string path = key_path(key) + "[" + std::to_string(i) + "]";
+    if (item.IsScalar() && !scalar_key.empty()) {
+      YAML::Node wrapped(YAML::NodeType::Map);
+      wrapped[scalar_key] = item;
+      item = wrapped;
+    }
+    if (!item.IsMap()) {
+      throw ConfigError(impl_->file, item.Mark().line + 1, item.Mark().column + 1, path,
+                        "must be a mapping of keys, got " + describe_node(item));
+    }
+    resolved.push_back(YAML::Node(YAML::NodeType::Map));
+    out.push_back(Section(make_impl(impl_->file, path, item, n[i].Mark(), resolved[resolved.size() - 1])));
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, Section>> Section::named(const std::string& key, bool optional) {
+  YAML::Node n = lookup(*impl_, key);
+  std::vector<std::pair<std::string, Section>> out;
+  impl_->resolved[key] = YAML::Node(YAML::NodeType::Map);
+  if (!n.IsDefined() || n.IsNull()) {
+    if (!optional) fail(key, "is required (a mapping of names)");
+    return out;
+  }
+  if (!n.IsMap()) fail_at(*impl_, n.Mark(), key, "must be a mapping of names, got " + describe_node(n));
+  Section inner(make_impl(impl_->file, key_path(key), n, n.Mark(), impl_->resolved[key]));
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    out.emplace_back(it->first.Scalar(), inner.child(it->first.Scalar()));
+  }
+  return out;
+}
+
+void Section::finish() const {
+  if (!impl_->node.IsMap()) return;
+  for (auto it = impl_->node.begin(); it != impl_->node.end(); ++it) {
+    const std::string key = it->first.Scalar();
+    if (impl_->asked.count(key)) continue;
+    std::string known, closest;
+    size_t best = 3;  // suggest only near misses
+    for (const auto& k : impl_->asked) {
+      known += (known.empty() ? "" : ", ") + k;
+      size_t d = distance(key, k);
+      if (d < best) best = d, closest = k;
+    }
+    std::string hint = closest.empty() ? "" : "; did you mean '" + closest + "'?";
+    fail_at(*impl_, it->first.Mark(), key, "unknown key (known here: " + known + ")" + hint);
+  }
+}
+
+std::string Section::resolved_yaml() const {
+  YAML::Emitter out;
+  out << impl_->resolved;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace locosim

@@ -1,0 +1,101 @@
+// A strict reader for one YAML mapping of a scenario or platform file.
+//
+// Every getter checks the type and the constraint and throws ConfigError naming the file, line,
+// column and dotted key ("train.steps: must be > 0, got 0"). finish() rejects keys nobody read, so a
+// misspelled key is an error, never silently ignored. Every value read (given or defaulted) is also
+// written to a resolved tree: resolved.yaml in the run folder is that tree.
+// The header includes no YAML library: components parse their own config from a Section.
+#pragma once
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace locosim {
+
+// An interval constraint on a number, printed in error messages ("must be > 0").
+struct Range {
+  double lo = -std::numeric_limits<double>::infinity();
+  double hi = std::numeric_limits<double>::infinity();
+  bool lo_open = false;
+  bool hi_open = false;
+
+  static Range any() { return {}; }
+  static Range positive() { return {0, std::numeric_limits<double>::infinity(), true, false}; }
+  static Range non_negative() { return {0, std::numeric_limits<double>::infinity(), false, false}; }
+  static Range at_least(double v) { return {v, std::numeric_limits<double>::infinity(), false, false}; }
+  static Range closed(double a, double b) { return {a, b, false, false}; }
+  static Range open_closed(double a, double b) { return {a, b, true, false}; }
+  static Range closed_open(double a, double b) { return {a, b, false, true}; }
+
+  bool contains(double v) const;
+  std::string describe() const;  // "> 0", ">= 1", "in [0, 1)"
+};
+
+// Physical quantities written with a unit suffix ("100 Mbps", "20 ms", "989 TFLOPS", "4 GiB").
+enum class Quantity { bandwidth_bps, duration_s, flops, bytes };
+
+class Section {
+ public:
+  // Loads a YAML file whose top level must be a mapping. Throws ConfigError (missing file, syntax).
+  static Section load_file(const std::string& path);
+  // Parses YAML text; `file` names it in messages (tests use this).
+  static Section load_string(const std::string& yaml, const std::string& file);
+
+  Section(const Section&);
+  Section& operator=(const Section&);
+  ~Section();
+
+  const std::string& file() const;
+  const std::string& path() const;  // dotted key of this section ("" at the top, "policies[1]")
+  std::string key_path(const std::string& key) const;  // "train.steps"
+  bool has(const std::string& key) const;
+
+  // Typed getters. Without a default the key is required.
+  int64_t integer(const std::string& key, std::optional<int64_t> fallback = std::nullopt,
+                  Range range = Range::any());
+  double number(const std::string& key, std::optional<double> fallback = std::nullopt,
+                Range range = Range::any());
+  bool flag(const std::string& key, std::optional<bool> fallback = std::nullopt);
+  std::string text(const std::string& key, std::optional<std::string> fallback = std::nullopt);
+  std::string choice(const std::string& key, const std::vector<std::string>& allowed,
+                     std::optional<std::string> fallback = std::nullopt);
+  std::vector<double> numbers(const std::string& key, size_t count, std::optional<std::vector<double>> fallback,
+                              Range range = Range::any());
+  // A quantity with its unit, in the base unit of its kind (bits/s, seconds, FLOP/s, bytes).
+  double quantity(const std::string& key, Quantity kind, std::optional<std::string> fallback = std::nullopt,
+                  Range range = Range::positive());
+  // A path; relative paths are resolved against the folder of this file. Existence is not checked.
+  std::string file_path(const std::string& key, std::optional<std::string> fallback = std::nullopt);
+
+  // A nested mapping. Required unless `optional` (then an absent key yields an empty section).
+  Section child(const std::string& key, bool optional = false);
+  // A sequence of mappings ("policies: [{name: ddp}, ...]"); a bare scalar item `x` reads as
+  // {<scalar_key>: x} when scalar_key is given, so "- ddp" means "- name: ddp".
+  std::vector<Section> list(const std::string& key, const std::string& scalar_key = "", bool optional = false);
+  // A mapping whose keys are names chosen by the user ("accelerators: {h100: {...}}").
+  std::vector<std::pair<std::string, Section>> named(const std::string& key, bool optional = false);
+
+  // Throws ConfigError at `key` (or at this section when the key is absent).
+  [[noreturn]] void fail(const std::string& key, const std::string& message) const;
+  // Throws ConfigError for the first key nobody read: "unknown key 'stpes' (known here: ...)".
+  void finish() const;
+
+  // The resolved tree as YAML text (call on the top section).
+  std::string resolved_yaml() const;
+
+ struct Impl;  // opaque: holds the YAML node, the resolved tree and the keys read
+  explicit Section(std::shared_ptr<Impl> impl);
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+// Parses "100 Mbps" and friends; std::nullopt with `why` filled when the text is not such a quantity.
+std::optional<double> parse_quantity(const std::string& text, Quantity kind, std::string* why = nullptr);
+// The base-unit name and the accepted suffixes of a kind, for messages and docs.
+std::string quantity_units(Quantity kind);
+
+}  // namespace locosim
