@@ -1,0 +1,276 @@
+// parse_platform: reads platforms/*.yaml (or a scenario's inline `platform:`) into a PlatformSpec and
+// checks that every pair of hosts has a route. Plain data only; sim/platform.cpp builds the SimGrid zone.
+//
+// Schema (platforms/README.md has the long version):
+//
+//   accelerators:                 # catalogue: name → dense bf16 peak of one device, and the MFU reached
+//     rtx4090: {peak: 165 TFLOPS, efficiency: 0.35}
+//   sites:                        # optional: islands of hosts on a fast LAN sharing one WAN access link
+//     eu: {lan: {bandwidth: 100 Gbps, latency: 5 us},
+//          uplink: {bandwidth: 1 Gbps, latency: 5 ms}, downlink: {bandwidth: 1 Gbps, latency: 5 ms}}
+//   wan:                          # optional: measured site-to-site paths; replace the access links
+//     - {from: eu, to: us, bandwidth: 935 Mbps, latency: 40 ms}    # both_ways: true (default) adds us→eu
+//   hosts:
+//     - {name: home, accelerator: rtx4090, gpus: 1, count: 2,
+//        uplink: {bandwidth: 20 Mbps, latency: 10 ms}, downlink: {bandwidth: 200 Mbps, latency: 10 ms}}
+//     - {name: dc, site: eu, accelerator: h100, gpus: 8}            # uses the site's lan/uplink/downlink
+//
+// Site and host names use letters, digits, '_' and '-' only, and no site shares a host's name: link
+// names ("home-0.up", "eu.lan.dc-0.up", "wan.eu->us") are built from them and must stay unique.
+#include "config/platform.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+
+#include "config/section.hpp"
+
+namespace locosim {
+
+const SiteSpec* PlatformSpec::site(const std::string& name) const {
+  for (const auto& s : sites) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+const AcceleratorSpec* PlatformSpec::accelerator(const std::string& name) const {
+  for (const auto& a : accelerators) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
+}
+
+namespace {
+
+// One direction of a link: {bandwidth: 20 Mbps, latency: 10 ms}. A zero latency is allowed.
+LinkSpec parse_link(Section& parent, const std::string& key) {
+  Section s = parent.child(key);
+  LinkSpec link;
+  link.bandwidth_bps = s.quantity("bandwidth", Quantity::bandwidth_bps);
+  link.latency_s = s.quantity("latency", Quantity::duration_s, std::nullopt, Range::non_negative());
+  s.finish();
+  return link;
+}
+
+bool is_plain_name(const std::string& name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '_' || c == '-';
+  });
+}
+
+// The builder adds an explicit route for each ordered pair of hosts: K·(K−1) routes.
+constexpr int64_t kMaxHosts = 1024;
+const char* kMaxHostsWhy = "every ordered pair of hosts gets its own route, so memory grows as hosts squared";
+
+const char* kPlainNameRule = "use only letters, digits, '_' and '-' (link names are built from it)";
+
+std::string joined_names(const std::vector<std::string>& names) {
+  std::vector<std::string> sorted = names;
+  std::sort(sorted.begin(), sorted.end());
+  std::string out;
+  for (const auto& n : sorted) out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "none defined" : out;
+}
+
+std::vector<AcceleratorSpec> parse_accelerators(Section& section) {
+  std::vector<AcceleratorSpec> out;
+  for (auto& [name, s] : section.named("accelerators")) {
+    AcceleratorSpec a;
+    a.name = name;
+    a.peak_flops = s.quantity("peak", Quantity::flops);
+    a.efficiency = s.number("efficiency", std::nullopt, Range::open_closed(0, 1));
+    s.finish();
+    out.push_back(a);
+  }
+  if (out.empty()) section.fail("accelerators", "must name at least one accelerator");
+  return out;
+}
+
+// Sites and their sections (kept to point errors found later, such as a missing route, at the site).
+std::vector<SiteSpec> parse_sites(Section& section, std::vector<Section>* site_sections) {
+  std::vector<SiteSpec> out;
+  for (auto& [name, s] : section.named("sites", /*optional=*/true)) {
+    if (!is_plain_name(name)) s.fail("", "site name '" + name + "' must " + kPlainNameRule);
+    SiteSpec site;
+    site.name = name;
+    site.lan = parse_link(s, "lan");
+    if (s.has("uplink") != s.has("downlink")) {
+      s.fail(s.has("uplink") ? "downlink" : "uplink",
+             "site '" + name + "' has " + (s.has("uplink") ? "an uplink but no downlink" : "a downlink but no uplink") +
+                 ": give both, or neither (then only wan entries connect it)");
+    }
+    if (s.has("uplink")) {
+      site.uplink = parse_link(s, "uplink");
+      site.downlink = parse_link(s, "downlink");
+    }
+    s.finish();
+    out.push_back(site);
+    site_sections->push_back(s);
+  }
+  return out;
+}
+
+std::vector<WanSpec> parse_wan(Section& section, const std::vector<SiteSpec>& sites) {
+  std::vector<std::string> site_names;
+  for (const auto& s : sites) site_names.push_back(s.name);
+  auto is_site = [&](const std::string& n) {
+    return std::find(site_names.begin(), site_names.end(), n) != site_names.end();
+  };
+
+  std::vector<WanSpec> out;
+  std::map<std::pair<std::string, std::string>, std::string> given_by;  // (from, to) → "wan[i]"
+  for (Section& s : section.list("wan", "", /*optional=*/true)) {
+    WanSpec w;
+    w.from = s.text("from");
+    w.to = s.text("to");
+    for (const char* key : {"from", "to"}) {
+      const std::string& name = std::string(key) == "from" ? w.from : w.to;
+      if (!is_site(name)) {
+        s.fail(key, "site '" + name + "' is not in sites (known: " + joined_names(site_names) + ")");
+      }
+    }
+    if (w.from == w.to) s.fail("to", "a wan entry joins two different sites, got '" + w.from + "' twice");
+    w.link.bandwidth_bps = s.quantity("bandwidth", Quantity::bandwidth_bps);
+    w.link.latency_s = s.quantity("latency", Quantity::duration_s, std::nullopt, Range::non_negative());
+    bool both_ways = s.flag("both_ways", true);
+    s.finish();
+
+    std::vector<WanSpec> directions = {w};
+    if (both_ways) directions.push_back(WanSpec{w.to, w.from, w.link});
+    for (const auto& d : directions) {
+      auto [it, fresh] = given_by.emplace(std::make_pair(d.from, d.to), s.path());
+      if (!fresh) {
+        s.fail("to", "the path from " + d.from + " to " + d.to + " is already given by " + it->second +
+                         (both_ways ? " (both_ways is true by default: one entry covers both directions)" : ""));
+      }
+      out.push_back(d);
+    }
+  }
+  return out;
+}
+
+// Reads the hosts list, expanding `count:` ("home" × 2 → "home-0", "home-1").
+std::vector<HostSpec> parse_hosts(Section& section, const PlatformSpec& spec) {
+  std::vector<std::string> accelerator_names, site_names;
+  for (const auto& a : spec.accelerators) accelerator_names.push_back(a.name);
+  for (const auto& s : spec.sites) site_names.push_back(s.name);
+
+  std::vector<HostSpec> out;
+  std::map<std::string, std::string> defined_by;  // expanded host name → "hosts[i]"
+  std::vector<Section> items = section.list("hosts");
+  if (items.empty()) section.fail("hosts", "must list at least one host");
+  for (Section& s : items) {
+    HostSpec h;
+    std::string name = s.text("name");
+    if (!is_plain_name(name)) s.fail("name", "host name '" + name + "' must " + kPlainNameRule);
+    h.accelerator = s.text("accelerator");
+    const AcceleratorSpec* accelerator = spec.accelerator(h.accelerator);
+    if (!accelerator) {
+      s.fail("accelerator", "accelerator '" + h.accelerator + "' is not in accelerators (known: " +
+                                joined_names(accelerator_names) + ")");
+    }
+    h.gpus = static_cast<int>(s.integer("gpus", 1, Range::closed(1, 1e6)));
+    int64_t count = s.integer("count", 1, Range::at_least(1));
+    if (count > kMaxHosts) s.fail("count", "must be <= " + std::to_string(kMaxHosts) + " (" + kMaxHostsWhy + ")");
+    h.site = s.text("site", "");
+    if (!h.site.empty()) {
+      if (!spec.site(h.site)) {
+        s.fail("site", "site '" + h.site + "' is not in sites (known: " + joined_names(site_names) + ")");
+      }
+      for (const char* key : {"uplink", "downlink"}) {
+        if (s.has(key)) {
+          s.fail(key, "host '" + name + "' is in site '" + h.site + "' and uses the site's links: remove " + key +
+                          " here, or remove site");
+        }
+      }
+    } else {
+      if (!s.has("uplink") && !s.has("downlink")) {
+        s.fail("", "host '" + name + "' has no site and no uplink/downlink: give it a site, or an uplink and a downlink");
+      }
+      h.uplink = parse_link(s, "uplink");
+      h.downlink = parse_link(s, "downlink");
+    }
+    h.speed_flops = h.gpus * accelerator->peak_flops * accelerator->efficiency;
+    s.finish();
+
+    for (int64_t i = 0; i < count; ++i) {
+      h.name = count == 1 ? name : name + "-" + std::to_string(i);
+      if (spec.site(h.name)) {
+        s.fail("name", "'" + h.name + "' names both a site and a host: rename one (their links would share names)");
+      }
+      auto [it, fresh] = defined_by.emplace(h.name, s.path());
+      if (!fresh) {
+        s.fail("name", "host name '" + h.name + "' is already used by " + it->second +
+                           (count > 1 ? " (count: " + std::to_string(count) + " names hosts " + name + "-0.." + name +
+                                            "-" + std::to_string(count - 1) + ")"
+                                      : ""));
+      }
+      out.push_back(h);
+    }
+    if (out.size() > static_cast<size_t>(kMaxHosts)) {
+      s.fail("count", "the platform has " + std::to_string(out.size()) + " hosts, more than " +
+                          std::to_string(kMaxHosts) + " (" + kMaxHostsWhy + ")");
+    }
+  }
+  return out;
+}
+
+bool has_access_links(const SiteSpec& s) { return s.uplink.has_value() && s.downlink.has_value(); }
+
+bool has_wan(const PlatformSpec& spec, const std::string& from, const std::string& to) {
+  return std::any_of(spec.wan.begin(), spec.wan.end(),
+                     [&](const WanSpec& w) { return w.from == from && w.to == to; });
+}
+
+// Every ordered pair of hosts needs a route (see route_link_names in sim/platform.hpp). Hosts with their
+// own links always reach each other; the rest depends on the sites that hold hosts.
+void check_routes(const PlatformSpec& spec, const std::vector<Section>& site_sections) {
+  std::vector<size_t> used;  // indices into spec.sites of sites that hold hosts, in spec order
+  bool any_siteless = false;
+  for (size_t i = 0; i < spec.sites.size(); ++i) {
+    bool holds = std::any_of(spec.hosts.begin(), spec.hosts.end(),
+                             [&](const HostSpec& h) { return h.site == spec.sites[i].name; });
+    if (holds) used.push_back(i);
+  }
+  for (const auto& h : spec.hosts) any_siteless = any_siteless || h.site.empty();
+
+  auto site_missing_links = [&](size_t a, size_t b) -> size_t {
+    return has_access_links(spec.sites[a]) ? b : a;
+  };
+  for (size_t a : used) {
+    for (size_t b : used) {
+      if (a == b) continue;
+      const SiteSpec& s = spec.sites[a];
+      const SiteSpec& t = spec.sites[b];
+      if (has_wan(spec, s.name, t.name) || (has_access_links(s) && has_access_links(t))) continue;
+      site_sections[site_missing_links(a, b)].fail(
+          "", "no route from site " + s.name + " to site " + t.name +
+                  ": give both sites an uplink and downlink, or a wan entry");
+    }
+    if (any_siteless && !has_access_links(spec.sites[a])) {
+      const std::string& name = spec.sites[a].name;
+      site_sections[a].fail("", "no route between site " + name +
+                                    " and the hosts that have their own links: give site " + name +
+                                    " an uplink and downlink");
+    }
+  }
+}
+
+}  // namespace
+
+PlatformSpec parse_platform(Section& section) {
+  PlatformSpec spec;
+  spec.file = section.file();
+  spec.accelerators = parse_accelerators(section);
+  std::vector<Section> site_sections;
+  spec.sites = parse_sites(section, &site_sections);
+  spec.wan = parse_wan(section, spec.sites);
+  spec.hosts = parse_hosts(section, spec);
+  section.finish();
+  check_routes(spec, site_sections);
+  return spec;
+}
+
+}  // namespace locosim

@@ -1,0 +1,347 @@
+// Tests of parse_platform: count expansion, units, and the message, line and dotted key of each error.
+#include "config/platform.hpp"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/error.hpp"
+#include "config/section.hpp"
+#include "tests/doctest_torch.hpp"
+
+using locosim::ConfigError;
+using locosim::parse_platform;
+using locosim::PlatformSpec;
+using locosim::Section;
+
+namespace {
+
+PlatformSpec parse(const std::string& yaml) {
+  Section s = Section::load_string(yaml, "p.yaml");
+  return parse_platform(s);
+}
+
+// Parses `yaml`, expecting a ConfigError; returns it for the caller to check.
+ConfigError parse_error(const std::string& yaml) {
+  try {
+    parse(yaml);
+  } catch (const ConfigError& e) {
+    return e;
+  }
+  FAIL("expected a ConfigError");
+  return ConfigError("", 0, 0, "", "");
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+const char* kAccelerators =
+    "accelerators:\n"                                      // line 1
+    "  rtx4090: {peak: 165 TFLOPS, efficiency: 0.35}\n"    // line 2
+    "  h100: {peak: 989 TFLOPS, efficiency: 0.4}\n";       // line 3
+
+const char* kTwoSites =
+    "sites:\n"                                                                            // line 4
+    "  eu: {lan: {bandwidth: 100 Gbps, latency: 5 us},\n"                                 // line 5
+    "       uplink: {bandwidth: 1 Gbps, latency: 5 ms}, downlink: {bandwidth: 2 Gbps, latency: 5 ms}}\n"
+    "  us: {lan: {bandwidth: 100 Gbps, latency: 0 s}}\n";                                 // line 7
+
+}  // namespace
+
+TEST_CASE("platform: hosts, units and count expansion") {
+  PlatformSpec p = parse(std::string(kAccelerators) + kTwoSites +
+                         "wan:\n"
+                         "  - {from: eu, to: us, bandwidth: 935 Mbps, latency: 40 ms}\n"
+                         "hosts:\n"
+                         "  - {name: home, accelerator: rtx4090, count: 2,\n"
+                         "     uplink: {bandwidth: 20 Mbps, latency: 10 ms}, downlink: {bandwidth: 200 Mbps, latency: 10 ms}}\n"
+                         "  - {name: dc, site: eu, accelerator: h100, gpus: 8, count: 3}\n"
+                         "  - {name: solo, accelerator: rtx4090, gpus: 2,\n"
+                         "     uplink: {bandwidth: 1 Gbps, latency: 0 s}, downlink: {bandwidth: 1 Gbps, latency: 0 s}}\n");
+  REQUIRE(p.file == "p.yaml");
+  REQUIRE(p.hosts.size() == 6);
+  CHECK(p.hosts[0].name == "home-0");
+  CHECK(p.hosts[1].name == "home-1");
+  CHECK(p.hosts[2].name == "dc-0");
+  CHECK(p.hosts[4].name == "dc-2");
+  CHECK(p.hosts[5].name == "solo");  // count 1 keeps the name
+  CHECK(p.hosts[5].speed_flops == doctest::Approx(2 * 165e12 * 0.35));
+
+  CHECK(p.hosts[0].site.empty());
+  CHECK(p.hosts[0].gpus == 1);
+  CHECK(p.hosts[0].uplink.bandwidth_bps == doctest::Approx(20e6));
+  CHECK(p.hosts[0].uplink.latency_s == doctest::Approx(0.010));
+  CHECK(p.hosts[1].downlink.bandwidth_bps == doctest::Approx(200e6));
+  CHECK(p.hosts[0].speed_flops == doctest::Approx(165e12 * 0.35));
+  CHECK(p.hosts[3].site == "eu");
+  CHECK(p.hosts[3].gpus == 8);
+  CHECK(p.hosts[3].speed_flops == doctest::Approx(8 * 989e12 * 0.4));
+
+  REQUIRE(p.accelerators.size() == 2);
+  REQUIRE(p.accelerator("h100") != nullptr);
+  CHECK(p.accelerator("h100")->peak_flops == doctest::Approx(989e12));
+  CHECK(p.accelerator("h200") == nullptr);
+
+  REQUIRE(p.sites.size() == 2);
+  const auto* eu = p.site("eu");
+  REQUIRE(eu != nullptr);
+  CHECK(eu->lan.bandwidth_bps == doctest::Approx(100e9));
+  CHECK(eu->lan.latency_s == doctest::Approx(5e-6));
+  REQUIRE(eu->uplink.has_value());
+  CHECK(eu->downlink->bandwidth_bps == doctest::Approx(2e9));
+  CHECK(p.site("us")->lan.latency_s == 0);  // a zero latency is allowed
+  CHECK(!p.site("us")->uplink.has_value());
+
+  // both_ways (the default) adds the reverse direction with the same link.
+  REQUIRE(p.wan.size() == 2);
+  CHECK(p.wan[0].from == "eu");
+  CHECK(p.wan[0].to == "us");
+  CHECK(p.wan[1].from == "us");
+  CHECK(p.wan[1].to == "eu");
+  CHECK(p.wan[1].link.bandwidth_bps == doctest::Approx(935e6));
+  CHECK(p.wan[1].link.latency_s == doctest::Approx(0.040));
+}
+
+TEST_CASE("platform: a one-way wan entry and both access links give every pair a route") {
+  PlatformSpec p = parse(std::string(kAccelerators) +
+                         "sites:\n"
+                         "  a: {lan: {bandwidth: 10 Gbps, latency: 1 us}}\n"
+                         "  b: {lan: {bandwidth: 10 Gbps, latency: 1 us}}\n"
+                         "wan:\n"
+                         "  - {from: a, to: b, bandwidth: 1 Gbps, latency: 1 ms, both_ways: false}\n"
+                         "  - {from: b, to: a, bandwidth: 2 Gbps, latency: 2 ms, both_ways: false}\n"
+                         "hosts:\n"
+                         "  - {name: x, site: a, accelerator: h100}\n"
+                         "  - {name: y, site: b, accelerator: h100}\n");
+  REQUIRE(p.wan.size() == 2);
+  CHECK(p.wan[1].link.bandwidth_bps == doctest::Approx(2e9));
+}
+
+TEST_CASE("platform: every shipped platform file parses") {
+  const std::vector<std::pair<std::string, size_t>> files = {{"platforms/consumer-mix.yaml", 4},
+                                                             {"platforms/opendiloco-3-countries.yaml", 4},
+                                                             {"platforms/consumer-32.yaml", 32},
+                                                             {"platforms/lan-8.yaml", 8}};
+  for (const auto& [file, hosts] : files) {
+    CAPTURE(file);
+    Section s = Section::load_file(file);
+    PlatformSpec p = parse_platform(s);
+    CHECK(p.hosts.size() == hosts);
+  }
+  // OpenDiLoCo's wan matrix: every pair of its 4 sites, both ways, 127-935 Mbit/s.
+  Section s = Section::load_file("platforms/opendiloco-3-countries.yaml");
+  PlatformSpec p = parse_platform(s);
+  CHECK(p.wan.size() == 12);
+  for (const auto& w : p.wan) {
+    CHECK(w.link.bandwidth_bps >= 127e6);
+    CHECK(w.link.bandwidth_bps <= 935e6);
+  }
+}
+
+TEST_CASE("platform: unknown accelerator names the known ones") {
+  ConfigError e = parse_error(std::string(kAccelerators) +
+                              "hosts:\n"                                                 // line 4
+                              "  - {name: a, accelerator: h200, uplink: {bandwidth: 1 Gbps, latency: 1 ms},\n"
+                              "     downlink: {bandwidth: 1 Gbps, latency: 1 ms}}\n");
+  CHECK(e.key() == "hosts[0].accelerator");
+  CHECK(e.line() == 5);
+  CHECK(contains(e.what(), "accelerator 'h200' is not in accelerators (known: h100, rtx4090)"));
+}
+
+TEST_CASE("platform: duplicate host names, also after count expansion") {
+  std::string links = "uplink: {bandwidth: 1 Gbps, latency: 1 ms}, downlink: {bandwidth: 1 Gbps, latency: 1 ms}";
+  ConfigError e = parse_error(std::string(kAccelerators) +
+                              "hosts:\n"
+                              "  - {name: a, accelerator: h100, " + links + "}\n"     // line 5
+                              "  - {name: a, accelerator: h100, " + links + "}\n");   // line 6
+  CHECK(e.key() == "hosts[1].name");
+  CHECK(e.line() == 6);
+  CHECK(contains(e.what(), "host name 'a' is already used by hosts[0]"));
+
+  ConfigError expanded = parse_error(std::string(kAccelerators) +
+                                     "hosts:\n"
+                                     "  - {name: a-1, accelerator: h100, " + links + "}\n"
+                                     "  - {name: a, count: 2, accelerator: h100, " + links + "}\n");
+  CHECK(expanded.key() == "hosts[1].name");
+  CHECK(expanded.line() == 6);
+  CHECK(contains(expanded.what(), "host name 'a-1' is already used by hosts[0]"));
+}
+
+TEST_CASE("platform: count must be at least 1") {
+  ConfigError e = parse_error(std::string(kAccelerators) +
+                              "hosts:\n"
+                              "  - {name: a, accelerator: h100, count: 0,\n"          // line 5
+                              "     uplink: {bandwidth: 1 Gbps, latency: 1 ms}, downlink: {bandwidth: 1 Gbps, latency: 1 ms}}\n");
+  CHECK(e.key() == "hosts[0].count");
+  CHECK(e.line() == 5);
+  CHECK(contains(e.what(), "must be >= 1, got 0"));
+
+  // Routes grow as hosts squared: platforms stop at 1024 hosts.
+  std::string links = "uplink: {bandwidth: 1 Gbps, latency: 1 ms}, downlink: {bandwidth: 1 Gbps, latency: 1 ms}";
+  ConfigError many = parse_error(std::string(kAccelerators) +
+                                 "hosts:\n"
+                                 "  - {name: a, accelerator: h100, count: 1000, " + links + "}\n"
+                                 "  - {name: b, accelerator: h100, count: 25, " + links + "}\n");   // line 6
+  CHECK(many.key() == "hosts[1].count");
+  CHECK(many.line() == 6);
+  CHECK(contains(many.what(), "the platform has 1025 hosts, more than 1024"));
+}
+
+TEST_CASE("platform: a host in a site may not have its own uplink") {
+  ConfigError e = parse_error(std::string(kAccelerators) + kTwoSites +
+                              "hosts:\n"                                                // line 8
+                              "  - {name: a, site: eu, accelerator: h100,\n"            // line 9
+                              "     uplink: {bandwidth: 1 Gbps, latency: 1 ms}}\n");   // line 10
+  CHECK(e.key() == "hosts[0].uplink");
+  CHECK(e.line() == 10);
+  CHECK(contains(e.what(), "host 'a' is in site 'eu' and uses the site's links: remove uplink here, or remove site"));
+}
+
+TEST_CASE("platform: a host without a site needs an uplink and a downlink") {
+  ConfigError e = parse_error(std::string(kAccelerators) +
+                              "hosts:\n"
+                              "  - {name: a, accelerator: h100}\n");                    // line 5
+  CHECK(e.key() == "hosts[0]");
+  CHECK(e.line() == 5);
+  CHECK(contains(e.what(), "host 'a' has no site and no uplink/downlink"));
+
+  ConfigError half = parse_error(std::string(kAccelerators) +
+                                 "hosts:\n"
+                                 "  - {name: a, accelerator: h100, uplink: {bandwidth: 1 Gbps, latency: 1 ms}}\n");
+  CHECK(half.key() == "hosts[0].downlink");
+  CHECK(half.line() == 5);
+  CHECK(contains(half.what(), "is required"));
+}
+
+TEST_CASE("platform: a host in an undefined site") {
+  ConfigError e = parse_error(std::string(kAccelerators) + kTwoSites +
+                              "hosts:\n"
+                              "  - {name: a, site: asia, accelerator: h100}\n");       // line 9
+  CHECK(e.key() == "hosts[0].site");
+  CHECK(e.line() == 9);
+  CHECK(contains(e.what(), "site 'asia' is not in sites (known: eu, us)"));
+}
+
+TEST_CASE("platform: a wan entry naming an undefined site, or the same site twice") {
+  ConfigError e = parse_error(std::string(kAccelerators) + kTwoSites +
+                              "wan:\n"                                                  // line 8
+                              "  - {from: eu, to: asia, bandwidth: 1 Gbps, latency: 1 ms}\n"
+                              "hosts:\n"
+                              "  - {name: a, site: eu, accelerator: h100}\n");
+  CHECK(e.key() == "wan[0].to");
+  CHECK(e.line() == 9);
+  CHECK(contains(e.what(), "site 'asia' is not in sites (known: eu, us)"));
+
+  ConfigError same = parse_error(std::string(kAccelerators) + kTwoSites +
+                                 "wan:\n"
+                                 "  - {from: eu, to: eu, bandwidth: 1 Gbps, latency: 1 ms}\n"
+                                 "hosts:\n"
+                                 "  - {name: a, site: eu, accelerator: h100}\n");
+  CHECK(same.key() == "wan[0].to");
+  CHECK(contains(same.what(), "joins two different sites"));
+}
+
+TEST_CASE("platform: a wan path given twice") {
+  ConfigError e = parse_error(std::string(kAccelerators) + kTwoSites +
+                              "wan:\n"
+                              "  - {from: eu, to: us, bandwidth: 1 Gbps, latency: 1 ms}\n"
+                              "  - {from: us, to: eu, bandwidth: 1 Gbps, latency: 1 ms}\n"   // line 10
+                              "hosts:\n"
+                              "  - {name: a, site: eu, accelerator: h100}\n");
+  CHECK(e.key() == "wan[1].to");
+  CHECK(e.line() == 10);
+  CHECK(contains(e.what(), "the path from us to eu is already given by wan[0]"));
+}
+
+TEST_CASE("platform: two sites with neither a wan entry nor both access links") {
+  ConfigError e = parse_error(std::string(kAccelerators) + kTwoSites +
+                              "hosts:\n"
+                              "  - {name: a, site: eu, accelerator: h100}\n"
+                              "  - {name: b, site: us, accelerator: h100}\n");
+  CHECK(e.key() == "sites.us");  // the site that lacks access links
+  CHECK(e.line() == 7);
+  CHECK(contains(e.what(),
+                 "no route from site eu to site us: give both sites an uplink and downlink, or a wan entry"));
+
+  // A one-way wan entry leaves the reverse direction without a route.
+  ConfigError one_way = parse_error(std::string(kAccelerators) + kTwoSites +
+                                    "wan:\n"
+                                    "  - {from: eu, to: us, bandwidth: 1 Gbps, latency: 1 ms, both_ways: false}\n"
+                                    "hosts:\n"
+                                    "  - {name: a, site: eu, accelerator: h100}\n"
+                                    "  - {name: b, site: us, accelerator: h100}\n");
+  CHECK(contains(one_way.what(), "no route from site us to site eu"));
+}
+
+TEST_CASE("platform: a site without access links cannot reach hosts outside sites") {
+  ConfigError e = parse_error(std::string(kAccelerators) + kTwoSites +
+                              "hosts:\n"
+                              "  - {name: a, site: us, accelerator: h100}\n"
+                              "  - {name: b, accelerator: h100, uplink: {bandwidth: 1 Gbps, latency: 1 ms},\n"
+                              "     downlink: {bandwidth: 1 Gbps, latency: 1 ms}}\n");
+  CHECK(e.key() == "sites.us");
+  CHECK(e.line() == 7);
+  CHECK(contains(e.what(), "give site us an uplink and downlink"));
+}
+
+TEST_CASE("platform: a site with an uplink but no downlink") {
+  ConfigError e = parse_error(std::string(kAccelerators) +
+                              "sites:\n"
+                              "  eu: {lan: {bandwidth: 1 Gbps, latency: 1 us}, uplink: {bandwidth: 1 Gbps, latency: 1 ms}}\n"
+                              "hosts:\n"
+                              "  - {name: a, site: eu, accelerator: h100}\n");
+  CHECK(e.key() == "sites.eu.downlink");
+  CHECK(e.line() == 5);
+  CHECK(contains(e.what(), "site 'eu' has an uplink but no downlink"));
+}
+
+TEST_CASE("platform: units, names and unknown keys") {
+  std::string down = "downlink: {bandwidth: 1 Gbps, latency: 1 ms}";
+  ConfigError unit = parse_error(std::string(kAccelerators) +
+                                 "hosts:\n"
+                                 "  - {name: a, accelerator: h100, uplink: {bandwidth: 1 GB, latency: 1 ms}, " +
+                                 down + "}\n");
+  CHECK(unit.key() == "hosts[0].uplink.bandwidth");
+  CHECK(unit.line() == 5);
+  CHECK(contains(unit.what(), "got unit 'GB'"));
+
+  ConfigError negative = parse_error(std::string(kAccelerators) +
+                                     "hosts:\n"
+                                     "  - {name: a, accelerator: h100, uplink: {bandwidth: 1 Gbps, latency: -1 ms}, " +
+                                     down + "}\n");
+  CHECK(negative.key() == "hosts[0].uplink.latency");
+  CHECK(contains(negative.what(), "must be >= 0"));
+
+  ConfigError typo = parse_error(std::string(kAccelerators) +
+                                 "hosts:\n"
+                                 "  - {name: a, accelerator: h100, gpu: 2, uplink: {bandwidth: 1 Gbps, latency: 1 ms}, " +
+                                 down + "}\n");
+  CHECK(typo.key() == "hosts[0].gpu");
+  CHECK(contains(typo.what(), "did you mean 'gpus'?"));
+
+  ConfigError top = parse_error(std::string(kAccelerators) + "host: []\n");
+  CHECK(top.key() == "hosts");
+  CHECK(contains(top.what(), "is required"));
+
+  ConfigError dotted = parse_error(std::string(kAccelerators) +
+                                   "hosts:\n"
+                                   "  - {name: a.b, accelerator: h100, uplink: {bandwidth: 1 Gbps, latency: 1 ms}, " +
+                                   down + "}\n");
+  CHECK(dotted.key() == "hosts[0].name");
+  CHECK(contains(dotted.what(), "use only letters, digits"));
+
+  ConfigError clash = parse_error(std::string(kAccelerators) + kTwoSites +
+                                  "wan:\n"
+                                  "  - {from: eu, to: us, bandwidth: 1 Gbps, latency: 1 ms}\n"
+                                  "hosts:\n"
+                                  "  - {name: eu, site: eu, accelerator: h100}\n");
+  CHECK(clash.key() == "hosts[0].name");
+  CHECK(contains(clash.what(), "'eu' names both a site and a host"));
+
+  ConfigError efficiency = parse_error(
+      "accelerators:\n"
+      "  h100: {peak: 989 TFLOPS, efficiency: 1.5}\n"
+      "hosts:\n"
+      "  - {name: a, accelerator: h100, uplink: {bandwidth: 1 Gbps, latency: 1 ms}, " + down + "}\n");
+  CHECK(efficiency.key() == "accelerators.h100.efficiency");
+  CHECK(efficiency.line() == 2);
+}
