@@ -1,0 +1,167 @@
+// Corpus, shards and eval batches (see corpus.hpp).
+#include "models/corpus.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "models/tokenizer.hpp"
+
+namespace locosim {
+namespace {
+
+// Offset of the first byte where `text` stops being valid UTF-8 (RFC 3629: no overlong forms, no
+// surrogates, nothing above U+10FFFF), or -1 if it is valid. Points at the start of a bad sequence.
+int64_t first_invalid_utf8(const std::string& text) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  size_t i = 0;
+  while (i < n) {
+    const unsigned char c = s[i];
+    size_t len = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+    if (c < 0x80) len = 1;
+    else if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c == 0xE0) len = 3, lo = 0xA0;
+    else if (c == 0xED) len = 3, hi = 0x9F;
+    else if (c >= 0xE1 && c <= 0xEF) len = 3;
+    else if (c == 0xF0) len = 4, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3) len = 4;
+    else if (c == 0xF4) len = 4, hi = 0x8F;
+    else return static_cast<int64_t>(i);
+    if (i + len > n) return static_cast<int64_t>(i);
+    for (size_t k = 1; k < len; ++k) {
+      const unsigned char min = k == 1 ? lo : 0x80, max = k == 1 ? hi : 0xBF;
+      if (s[i + k] < min || s[i + k] > max) return static_cast<int64_t>(i);
+    }
+    i += len;
+  }
+  return -1;
+}
+
+// Reads `path` into *content; returns "" or the reason the file cannot be a corpus.
+std::string read_corpus_file(const std::string& path, std::string* content) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return "does not exist";
+  if (std::filesystem::is_directory(path, ec)) return "is a directory, not a text file";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "cannot be read (check its permissions)";
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) return "cannot be read (I/O error)";
+  *content = std::move(buffer).str();
+  if (content->empty()) return "is empty";
+  if (const int64_t bad = first_invalid_utf8(*content); bad >= 0) {
+    return "is not valid UTF-8 (first bad byte at offset " + std::to_string(bad) + ")";
+  }
+  return "";
+}
+
+// (B, T+1) windows -> inputs (B, T) and next-token targets (B, T), both contiguous.
+Batch split_windows(const torch::Tensor& windows_BW) {
+  const int64_t T = windows_BW.size(1) - 1;
+  return {windows_BW.narrow(1, 0, T).contiguous(), windows_BW.narrow(1, 1, T).contiguous()};
+}
+
+std::string shape_hint() { return "; use a longer corpus, fewer workers or a shorter seq_len"; }
+
+}  // namespace
+
+Corpus::Corpus(torch::Tensor train_N, torch::Tensor eval_N, int64_t size_bytes)
+    : train_N_(std::move(train_N)), eval_N_(std::move(eval_N)), size_bytes_(size_bytes) {}
+
+Corpus Corpus::from_text(const std::string& text, double eval_fraction) {
+  if (text.empty()) throw std::invalid_argument("Corpus: the text is empty");
+  if (!(eval_fraction >= 0.0 && eval_fraction < 1.0)) {
+    throw std::invalid_argument("Corpus: eval_fraction must be in [0, 1), got " +
+                                std::to_string(eval_fraction));
+  }
+  const auto tokens_N = encode_bytes(text);
+  const int64_t n = tokens_N.size(0);
+  const int64_t n_eval = std::llround(static_cast<double>(n) * eval_fraction);
+  return Corpus(tokens_N.narrow(0, 0, n - n_eval), tokens_N.narrow(0, n - n_eval, n_eval), n);
+}
+
+Corpus Corpus::from_file(const std::string& path, double eval_fraction) {
+  std::string text;
+  if (const std::string problem = read_corpus_file(path, &text); !problem.empty()) {
+    throw std::invalid_argument(path + ": " + problem);
+  }
+  return from_text(text, eval_fraction);
+}
+
+std::string corpus_file_problem(const std::string& path) {
+  std::string text;
+  return read_corpus_file(path, &text);
+}
+
+Shard::Shard(const Corpus& corpus, int rank, int world_size, ShardMode mode, int seq_len,
+             uint64_t seed)
+    : mode_(mode), seq_len_(seq_len) {
+  if (world_size <= 0 || rank < 0 || rank >= world_size) {
+    throw std::invalid_argument("Shard: rank " + std::to_string(rank) +
+                                " is not in [0, world_size = " + std::to_string(world_size) + ")");
+  }
+  if (seq_len <= 0) throw std::invalid_argument("Shard: seq_len must be > 0, got " + std::to_string(seq_len));
+  const auto& train_N = corpus.train();
+  const int64_t n = train_N.size(0), window = seq_len_ + 1, K = world_size;
+  if (mode == ShardMode::iid) {
+    const int64_t n_blocks = n / window;  // the ragged tail (< one block) is dropped
+    auto blocks_NW = train_N.narrow(0, 0, n_blocks * window).view({n_blocks, window});
+    slice_N_ = blocks_NW.slice(0, rank, n_blocks, K).reshape({-1});
+  } else {
+    const int64_t begin = n * rank / K, end = n * (rank + 1) / K;
+    slice_N_ = train_N.narrow(0, begin, end - begin);
+  }
+  if (slice_N_.size(0) < window) {
+    throw std::invalid_argument(
+        "Shard: worker " + std::to_string(rank) + " of " + std::to_string(world_size) + " gets " +
+        std::to_string(slice_N_.size(0)) + " of the " + std::to_string(n) + " train tokens (" +
+        (mode == ShardMode::iid ? "iid" : "non_iid") + "), fewer than seq_len+1 = " +
+        std::to_string(window) + shape_hint());
+  }
+  // seed_seq and mt19937_64 are fully specified by the standard, so batches match across platforms.
+  std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32),
+                    static_cast<uint32_t>(rank)};
+  rng_.seed(seq);
+}
+
+Batch Shard::next(int batch_size) {
+  if (batch_size <= 0) throw std::invalid_argument("Shard::next: batch_size must be > 0");
+  const int64_t window = seq_len_ + 1;
+  // Plain modulo instead of std::uniform_int_distribution, whose output is implementation-defined;
+  // the bias is below n / 2^64.
+  const uint64_t n_starts = mode_ == ShardMode::iid ? slice_N_.size(0) / window
+                                                    : slice_N_.size(0) - window + 1;
+  auto starts_B = torch::empty({batch_size}, torch::kInt64);
+  auto* starts = starts_B.data_ptr<int64_t>();
+  for (int b = 0; b < batch_size; ++b) {
+    const auto pick = static_cast<int64_t>(rng_() % n_starts);
+    starts[b] = mode_ == ShardMode::iid ? pick * window : pick;
+  }
+  const auto index_BW = starts_B.unsqueeze(1) + torch::arange(window, torch::kInt64).unsqueeze(0);
+  const auto windows_BW = slice_N_.index_select(0, index_BW.reshape({-1})).view({batch_size, window});
+  return split_windows(windows_BW);
+}
+
+Batch eval_batch(const Corpus& corpus, int batch_index, int batch_size, int seq_len) {
+  if (batch_index < 0 || batch_size <= 0 || seq_len <= 0) {
+    throw std::invalid_argument("eval_batch: batch_index must be >= 0 and batch_size, seq_len > 0");
+  }
+  const auto& eval_N = corpus.eval();
+  const int64_t window = seq_len + 1, n_windows = eval_N.size(0) / window;
+  if (n_windows == 0) {
+    throw std::invalid_argument("eval_batch: the eval split has " + std::to_string(eval_N.size(0)) +
+                                " tokens, fewer than seq_len+1 = " + std::to_string(window) +
+                                "; raise eval_fraction, use a longer corpus or a shorter seq_len");
+  }
+  const auto first = static_cast<int64_t>(batch_index) * batch_size;
+  const auto window_B = torch::remainder(torch::arange(first, first + batch_size, torch::kInt64), n_windows);
+  const auto index_BW = window_B.unsqueeze(1) * window + torch::arange(window, torch::kInt64).unsqueeze(0);
+  const auto windows_BW = eval_N.index_select(0, index_BW.reshape({-1})).view({batch_size, window});
+  return split_windows(windows_BW);
+}
+
+}  // namespace locosim

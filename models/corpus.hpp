@@ -1,0 +1,72 @@
+// Training text as byte tokens: a train/eval split, one shard of the train split per worker, and the
+// fixed eval batches every worker and policy is scored on. Deterministic: no libtorch global RNG.
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+
+namespace locosim {
+
+// How the train split is divided among K workers.
+//   iid:     cut into blocks of seq_len+1 tokens; worker r gets blocks r, r+K, r+2K, ...
+//   non_iid: worker r gets the r-th contiguous 1/K of the split (different parts of the text).
+enum class ShardMode { iid, non_iid };
+
+struct Batch {
+  torch::Tensor x_BT;  // int64 (B, T): input tokens
+  torch::Tensor y_BT;  // int64 (B, T): next tokens, y[b][t] == x[b][t+1] of the same window
+};
+
+// A text as byte tokens, split deterministically into train (the head) and eval (the tail).
+class Corpus {
+ public:
+  // eval_fraction in [0, 1): share of the tokens (rounded) that goes to the eval split.
+  // Throws std::invalid_argument if the text is empty or eval_fraction is out of range.
+  static Corpus from_text(const std::string& text, double eval_fraction);
+  // Throws std::invalid_argument("<path>: <why>") if the file is unreadable, empty or not UTF-8.
+  static Corpus from_file(const std::string& path, double eval_fraction);
+
+  const torch::Tensor& train() const { return train_N_; }  // int64 1-D
+  const torch::Tensor& eval() const { return eval_N_; }    // int64 1-D
+  int64_t size_bytes() const { return size_bytes_; }
+
+ private:
+  Corpus(torch::Tensor train_N, torch::Tensor eval_N, int64_t size_bytes);
+  torch::Tensor train_N_;
+  torch::Tensor eval_N_;
+  int64_t size_bytes_;
+};
+
+// Checks that a file can serve as a corpus without loading torch: "" if fine, else why not
+// ("does not exist", "cannot be read", "is empty", "is not valid UTF-8 (first bad byte at offset N)").
+std::string corpus_file_problem(const std::string& path);
+
+// One worker's slice of the train split; draws batches from its own RNG, so the sequence of batches
+// depends only on the constructor's arguments (bit-identical across runs and platforms).
+class Shard {
+ public:
+  // REQUIRES: 0 <= rank < world_size. Throws std::invalid_argument if the slice is shorter than
+  // seq_len+1 tokens (no window fits).
+  Shard(const Corpus& corpus, int rank, int world_size, ShardMode mode, int seq_len, uint64_t seed);
+
+  // batch_size windows of seq_len+1 tokens at random start offsets inside this worker's slice
+  // (iid: each window is one of the worker's blocks; non_iid: any offset in its range).
+  Batch next(int batch_size);
+  int64_t num_tokens() const { return slice_N_.size(0); }
+
+ private:
+  torch::Tensor slice_N_;  // this worker's tokens; iid: its blocks back to back
+  ShardMode mode_;
+  int64_t seq_len_;
+  std::mt19937_64 rng_;
+};
+
+// Batch number `batch_index` of the eval split: the split is cut into non-overlapping windows of
+// seq_len+1 tokens and batch i takes windows i*B .. i*B+B-1 (wrapping around). The same for every
+// worker and policy. Throws std::invalid_argument if the eval split is shorter than seq_len+1.
+Batch eval_batch(const Corpus& corpus, int batch_index, int batch_size, int seq_len);
+
+}  // namespace locosim
