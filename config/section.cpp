@@ -158,6 +158,14 @@ bool Section::has(const std::string& key) const {
   return false;
 }
 
+bool Section::is_mapping(const std::string& key) const {
+  if (!impl_->node.IsMap()) return false;
+  for (auto it = impl_->node.begin(); it != impl_->node.end(); ++it) {
+    if (it->first.Scalar() == key) return it->second.IsMap();
+  }
+  return false;
+}
+
 void Section::fail(const std::string& key, const std::string& message) const {
   impl_->asked.insert(key);
   YAML::Node n = key.empty() ? YAML::Node(YAML::NodeType::Undefined) : lookup(*impl_, key);
@@ -378,6 +386,10 @@ void Section::finish() const {
     std::string hint = closest.empty() ? "" : "; did you mean '" + closest + "'?";
     fail_at(*impl_, it->first.Mark(), key, "unknown key (known here: " + known + ")" + hint);
   }
+}
+
+void Section::adopt_resolved(const std::string& key, const Section& other) {
+  impl_->resolved[key] = other.impl_->resolved;
 }
 
 std::string Section::resolved_yaml() const {

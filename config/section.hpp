@@ -52,6 +52,7 @@ class Section {
   const std::string& path() const;  // dotted key of this section ("" at the top, "policies[1]")
   std::string key_path(const std::string& key) const;  // "train.steps"
   bool has(const std::string& key) const;
+  bool is_mapping(const std::string& key) const;  // present and a mapping (not a scalar or list)
 
   // Typed getters. Without a default the key is required.
   int64_t integer(const std::string& key, std::optional<int64_t> fallback = std::nullopt,
@@ -85,6 +86,8 @@ class Section {
 
   // The resolved tree as YAML text (call on the top section).
   std::string resolved_yaml() const;
+  // Puts another file's resolved tree under `key` of this one (a platform file inside its scenario).
+  void adopt_resolved(const std::string& key, const Section& other);
 
  struct Impl;  // opaque: holds the YAML node, the resolved tree and the keys read
   explicit Section(std::shared_ptr<Impl> impl);

@@ -1,0 +1,156 @@
+// RunSummary: derivation from recorded rows, JSON and CSV files, the terminal table.
+#include "algorithms/summary.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace locosim {
+
+RunSummary summarize(const Recorder& recorder, int workers, std::optional<double> target_loss) {
+  RunSummary s;
+  s.workers = workers;
+  s.target_loss = target_loss;
+  std::vector<double> compute_s(workers, 0), end_s(workers, 0);
+  for (const auto& e : recorder.events()) {
+    if (e.kind == EventKind::compute) compute_s[e.worker] += e.end_s - e.start_s;
+    if (e.kind == EventKind::send) s.sent_bytes_per_worker += e.bytes / workers;
+    if (e.kind == EventKind::recv) s.recv_bytes_per_worker += e.bytes / workers;
+  }
+  std::vector<std::vector<const MetricRow*>> by_worker(workers);
+  std::map<int64_t, std::vector<const MetricRow*>> evals_by_step;
+  for (const auto& m : recorder.metrics()) {
+    by_worker[m.worker].push_back(&m);
+    end_s[m.worker] = std::max(end_s[m.worker], m.time_s);
+    if (!std::isnan(m.eval_loss)) evals_by_step[m.step].push_back(&m);
+  }
+  s.wall_clock_s = *std::max_element(end_s.begin(), end_s.end());
+  for (int w = 0; w < workers; ++w) {
+    const auto& rows = by_worker[w];
+    if (rows.empty()) continue;
+    s.steps = std::max(s.steps, rows.back()->step);
+    s.tokens += rows.back()->tokens;
+    if (s.wall_clock_s > 0) s.compute_utilization += compute_s[w] / s.wall_clock_s / workers;
+    size_t n = std::min<size_t>(10, rows.size());
+    double tail = 0;
+    for (size_t i = rows.size() - n; i < rows.size(); ++i) tail += rows[i]->train_loss;
+    s.final_train_loss += tail / static_cast<double>(n) / workers;
+    s.final_eval_loss += rows.back()->eval_loss / workers;
+  }
+  if (target_loss) {
+    for (const auto& [step, rows] : evals_by_step) {
+      if (static_cast<int>(rows.size()) != workers) continue;
+      double mean = 0, when = 0;
+      for (const MetricRow* r : rows) mean += r->eval_loss / workers, when = std::max(when, r->time_s);
+      if (mean <= *target_loss) {
+        s.time_to_target_s = when;
+        break;
+      }
+    }
+  }
+  return s;
+}
+
+namespace {
+
+nlohmann::json optional_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+
+std::optional<double> optional_from(const nlohmann::json& j) {
+  return j.is_null() ? std::nullopt : std::optional<double>(j.get<double>());
+}
+
+}  // namespace
+
+void write_summary_json(const RunSummary& s, const std::string& path) {
+  nlohmann::json j = {{"label", s.label},
+                      {"policy", s.policy},
+                      {"workers", s.workers},
+                      {"steps", s.steps},
+                      {"tokens", s.tokens},
+                      {"wall_clock_s", s.wall_clock_s},
+                      {"compute_utilization", s.compute_utilization},
+                      {"sent_bytes_per_worker", s.sent_bytes_per_worker},
+                      {"recv_bytes_per_worker", s.recv_bytes_per_worker},
+                      {"final_train_loss", s.final_train_loss},
+                      {"final_eval_loss", s.final_eval_loss},
+                      {"target_loss", optional_json(s.target_loss)},
+                      {"time_to_target_s", optional_json(s.time_to_target_s)}};
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error(path + ": cannot be written");
+  out << j.dump(2) << "\n";
+}
+
+RunSummary read_summary_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot be read");
+  try {
+    nlohmann::json j = nlohmann::json::parse(in);
+    RunSummary s;
+    s.label = j.at("label");
+    s.policy = j.at("policy");
+    s.workers = j.at("workers");
+    s.steps = j.at("steps");
+    s.tokens = j.at("tokens");
+    s.wall_clock_s = j.at("wall_clock_s");
+    s.compute_utilization = j.at("compute_utilization");
+    s.sent_bytes_per_worker = j.at("sent_bytes_per_worker");
+    s.recv_bytes_per_worker = j.at("recv_bytes_per_worker");
+    s.final_train_loss = j.at("final_train_loss");
+    s.final_eval_loss = j.at("final_eval_loss");
+    s.target_loss = optional_from(j.at("target_loss"));
+    s.time_to_target_s = optional_from(j.at("time_to_target_s"));
+    return s;
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(path + ": not a locosim summary: " + e.what());
+  }
+}
+
+void write_summary_csv(const std::vector<RunSummary>& rows, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error(path + ": cannot be written");
+  out << "label,policy,workers,steps,tokens,wall_clock_s,compute_utilization,sent_bytes_per_worker,"
+         "recv_bytes_per_worker,final_train_loss,final_eval_loss,target_loss,time_to_target_s\n";
+  auto opt = [](const std::optional<double>& v) { return v ? fmt::format("{:.9g}", *v) : std::string(); };
+  for (const auto& r : rows) {
+    out << fmt::format("{},{},{},{},{},{:.9g},{:.6f},{:.9g},{:.9g},{:.6f},{:.6f},{},{}\n", r.label, r.policy, r.workers,
+                       r.steps, r.tokens, r.wall_clock_s, r.compute_utilization, r.sent_bytes_per_worker,
+                       r.recv_bytes_per_worker, r.final_train_loss, r.final_eval_loss, opt(r.target_loss),
+                       opt(r.time_to_target_s));
+  }
+}
+
+namespace {
+
+std::string human_time(double s) {
+  if (s < 120) return fmt::format("{:.1f} s", s);
+  if (s < 7200) return fmt::format("{:.1f} min", s / 60);
+  return fmt::format("{:.2f} h", s / 3600);
+}
+
+}  // namespace
+
+std::string format_table(const std::vector<RunSummary>& rows) {
+  size_t label_width = 6;
+  for (const auto& r : rows) label_width = std::max(label_width, r.label.size());
+  std::string target = rows.empty() || !rows[0].target_loss ? "" : fmt::format("to {:.2f}", *rows[0].target_loss);
+  std::string out = fmt::format("{:<{}}  {:>10}  {:>7}  {:>12}  {:>12}  {:>10}  {:>9}  {:>10}\n", "policy", label_width,
+                                "wall-clock", "compute", "MB sent", "MB recv", "train loss", "eval loss",
+                                target.empty() ? "" : "time " + target);
+  out += fmt::format("{:<{}}  {:>10}  {:>7}  {:>12}  {:>12}  {:>10}  {:>9}  {:>10}\n", "", label_width, "(sim)", "util",
+                     "per worker", "per worker", "", "", "");
+  for (const auto& r : rows) {
+    std::string to_target = !r.target_loss ? "" : r.time_to_target_s ? human_time(*r.time_to_target_s) : "not reached";
+    out += fmt::format("{:<{}}  {:>10}  {:>6.1f}%  {:>12.1f}  {:>12.1f}  {:>10.3f}  {:>9.3f}  {:>10}\n", r.label,
+                       label_width, human_time(r.wall_clock_s), 100 * r.compute_utilization,
+                       r.sent_bytes_per_worker / 1e6, r.recv_bytes_per_worker / 1e6, r.final_train_loss,
+                       r.final_eval_loss, to_target);
+  }
+  return out;
+}
+
+}  // namespace locosim

@@ -1,0 +1,151 @@
+// load_scenario: the scenario schema, read strictly, every default filled in.
+//
+//   name: quickstart                      # runs/<name>/; default: the file's stem
+//   seed: 1
+//   platform: ../platforms/x.yaml         # a platform file (relative to this one) or an inline mapping
+//   data:    {path: kjv, eval_fraction: 0.05, split: iid}       # split: iid | non_iid
+//   model:   {preset: tiny, d_model: 64, n_layers: 2, n_heads: 4, seq_len: 64}
+//   train:   {steps: 200, batch_size: 8, eval_every: 50, eval_batches: 4, target_loss: 2.5,
+//             optimizer: {name: adamw, lr: 1e-3, ...}}
+//   timing:  {params: 1.1e9, tokens_per_step: 524288}           # optional: price as a larger model
+//   runtime: {threads: 1}
+//   policies: [ddp, {name: diloco, label: diloco-h50, inner_steps: 50}]
+#include "config/scenario.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+#include <set>
+
+#include "config/error.hpp"
+#include "config/section.hpp"
+
+namespace locosim {
+namespace fs = std::filesystem;
+
+std::string default_corpus_path() {
+  if (const char* cache = std::getenv("LOCOSIM_CACHE")) return std::string(cache) + "/kjv.txt";
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME")) return std::string(xdg) + "/locosim/kjv.txt";
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : ".") + "/.cache/locosim/kjv.txt";
+}
+
+namespace {
+
+PlatformSpec read_platform(Section& top) {
+  if (top.is_mapping("platform")) {
+    Section inline_platform = top.child("platform");
+    return parse_platform(inline_platform);
+  }
+  std::string path = top.file_path("platform");
+  if (!fs::is_regular_file(path)) top.fail("platform", "file '" + path + "' does not exist");
+  Section file = Section::load_file(path);
+  PlatformSpec spec = parse_platform(file);
+  top.adopt_resolved("platform_resolved", file);
+  return spec;
+}
+
+DataConfig read_data(Section& data) {
+  DataConfig d;
+  std::string path = data.text("path", "kjv");
+  if (path == "kjv") {
+    d.path = default_corpus_path();
+    if (!fs::exists(d.path)) {
+      data.fail("path", "the default corpus is not at " + d.path +
+                            "; run scripts/fetch-corpus.sh (make demo and make test do it)");
+    }
+  } else {
+    d.path = data.file_path("path");
+  }
+  std::string problem = corpus_file_problem(d.path);
+  if (!problem.empty()) data.fail("path", "'" + d.path + "' " + problem);
+  d.eval_fraction = data.number("eval_fraction", d.eval_fraction, Range::open_closed(0, 0.5));
+  d.split = data.choice("split", {"iid", "non_iid"}, "iid") == "iid" ? ShardMode::iid : ShardMode::non_iid;
+  data.finish();
+  return d;
+}
+
+LlamaConfig read_model(Section& model) {
+  std::string preset = model.choice("preset", {"tiny", "small", "base"}, "tiny");
+  LlamaConfig c = LlamaConfig::preset(preset);
+  c.d_model = model.integer("d_model", c.d_model, Range::at_least(1));
+  c.n_layers = model.integer("n_layers", c.n_layers, Range::at_least(1));
+  c.n_heads = model.integer("n_heads", c.n_heads, Range::at_least(1));
+  c.seq_len = model.integer("seq_len", c.seq_len, Range::at_least(2));
+  c.ffn_hidden = model.integer("ffn_hidden", c.ffn_hidden, Range::non_negative());
+  std::string problem = c.problem();
+  if (!problem.empty()) model.fail("", problem);
+  model.finish();
+  return c;
+}
+
+void check_data_fits(Section& top, const Scenario& s) {
+  const double bytes = static_cast<double>(fs::file_size(s.data.path));
+  const double train_per_worker = bytes * (1 - s.data.eval_fraction) / s.world_size();
+  const double eval = bytes * s.data.eval_fraction;
+  const double window = static_cast<double>(s.model.seq_len + 1);
+  if (train_per_worker < 2 * window || eval < window) {
+    top.fail("data", "the corpus '" + s.data.path + "' (" + std::to_string(static_cast<int64_t>(bytes)) +
+                         " bytes) is too small for " + std::to_string(s.world_size()) + " workers and seq_len " +
+                         std::to_string(s.model.seq_len) + ": each worker needs at least " +
+                         std::to_string(2 * (s.model.seq_len + 1)) + " train bytes and the eval split " +
+                         std::to_string(s.model.seq_len + 1));
+  }
+}
+
+}  // namespace
+
+Scenario load_scenario(const std::string& path) {
+  Section top = Section::load_file(path);
+  Scenario s;
+  s.file = path;
+  s.name = top.text("name", fs::path(path).stem().string());
+  if (!std::regex_match(s.name, std::regex("[A-Za-z0-9._-]+"))) {
+    top.fail("name", "must be a folder name of letters, digits, '.', '_' and '-', got '" + s.name + "'");
+  }
+  s.seed = static_cast<uint64_t>(top.integer("seed", 1, Range::non_negative()));
+  s.platform = read_platform(top);
+  Section data = top.child("data", /*optional=*/true);
+  s.data = read_data(data);
+  Section model = top.child("model", /*optional=*/true);
+  s.model = read_model(model);
+  Section train = top.child("train", /*optional=*/true);
+  s.train = TrainConfig::parse(train);
+
+  Section timing = top.child("timing", /*optional=*/true);
+  if (timing.has("params")) s.timing.params = timing.number("params", std::nullopt, Range::positive());
+  if (timing.has("tokens_per_step")) {
+    s.timing.tokens_per_step = timing.number("tokens_per_step", std::nullopt, Range::positive());
+  }
+  timing.finish();
+  Section runtime = top.child("runtime", /*optional=*/true);
+  s.threads = static_cast<int>(runtime.integer("threads", 1, Range::closed(1, 256)));
+  runtime.finish();
+
+  std::vector<Section> entries = top.list("policies", "name");
+  if (entries.empty()) top.fail("policies", "must list at least one policy (e.g. [ddp, diloco])");
+  std::set<std::string> labels;
+  for (Section& entry : entries) {
+    PolicySpec spec = parse_policy(entry);
+    if (!labels.insert(spec.label).second) {
+      entry.fail("label", "label '" + spec.label + "' is used twice; give each policy entry its own label");
+    }
+    s.policies.push_back(std::move(spec));
+  }
+  top.finish();
+  check_data_fits(top, s);
+  s.resolved_yaml = top.resolved_yaml();
+  return s;
+}
+
+double flops_per_step(const Scenario& s, const TinyLlamaImpl& model) {
+  double tokens = s.timing.tokens_per_step.value_or(static_cast<double>(s.train.batch_size * s.model.seq_len));
+  double size_factor = s.timing.params ? *s.timing.params / static_cast<double>(model.num_params()) : 1.0;
+  return model.flops_per_token() * size_factor * tokens;
+}
+
+double wire_scale(const Scenario& s, const TinyLlamaImpl& model) {
+  return s.timing.params ? *s.timing.params / static_cast<double>(model.num_params()) : 1.0;
+}
+
+}  // namespace locosim

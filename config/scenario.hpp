@@ -1,0 +1,56 @@
+// A scenario: the platform, the data, the model, the training settings and the policies to compare
+// on identical data and initial weights. load_scenario validates all of it before anything runs.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "algorithms/policies.hpp"
+#include "algorithms/train_loop.hpp"
+#include "config/platform.hpp"
+#include "models/corpus.hpp"
+#include "models/llama.hpp"
+
+namespace locosim {
+
+struct DataConfig {
+  std::string path;                 // a UTF-8 text file; "kjv" is the default corpus in the cache
+  double eval_fraction = 0.05;      // tail of the text held out for evaluation
+  ShardMode split = ShardMode::iid;
+};
+
+// Prices the small model that really trains as a larger one (design §6): FLOPs and wire bytes scale
+// by params / the proxy's params, and tokens per step replace the proxy's batch × seq_len.
+struct TimingConfig {
+  std::optional<double> params;            // P_target
+  std::optional<double> tokens_per_step;   // per worker
+};
+
+struct Scenario {
+  std::string file;
+  std::string name;                 // runs/<name>/...; defaults to the file's stem
+  uint64_t seed = 1;
+  PlatformSpec platform;
+  DataConfig data;
+  LlamaConfig model;
+  TrainConfig train;
+  TimingConfig timing;
+  int threads = 1;                  // LibTorch intra-op threads (results depend on it: part of the scenario)
+  std::vector<PolicySpec> policies;
+  std::string resolved_yaml;        // every setting with its default filled in
+
+  int world_size() const { return static_cast<int>(platform.hosts.size()); }
+};
+
+// Reads and validates a scenario file. Throws ConfigError (file, line, dotted key, constraint).
+Scenario load_scenario(const std::string& path);
+
+// Where the default corpus lives ($LOCOSIM_CACHE, else $XDG_CACHE_HOME/locosim, else ~/.cache/locosim).
+std::string default_corpus_path();
+
+// FLOPs charged per step and the factor on wire bytes, after `timing`.
+double flops_per_step(const Scenario& s, const TinyLlamaImpl& model);
+double wire_scale(const Scenario& s, const TinyLlamaImpl& model);
+
+}  // namespace locosim

@@ -1,0 +1,93 @@
+// simulate_policy: main() of one simulated run, in the SimGrid shape: load the platform, add the
+// actors, run, write results.
+#include "sim/simulate.hpp"
+
+#include <simgrid/s4u.hpp>
+#include <torch/utils.h>
+
+#include <fstream>
+
+#include "algorithms/summary.hpp"
+#include "sim/platform.hpp"
+#include "sim/sim_transport.hpp"
+
+namespace sg4 = simgrid::s4u;
+
+namespace locosim {
+namespace {
+
+// One worker's objects; they live until the engine has run.
+struct Worker {
+  TinyLlama model{nullptr};
+  std::unique_ptr<SimTransport> transport;
+  std::unique_ptr<Policy> policy;
+  std::unique_ptr<TrainLoop> loop;
+};
+
+TinyLlama copy_of(const TinyLlama& reference, const LlamaConfig& cfg) {
+  TinyLlama model(cfg);
+  torch::NoGradGuard no_grad;
+  auto mine = model->parameters();
+  auto theirs = reference->parameters();
+  for (size_t i = 0; i < mine.size(); ++i) mine[i].copy_(theirs[i]);
+  return model;
+}
+
+}  // namespace
+
+void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const std::string& dir) {
+  int argc = 1;
+  char program[] = "locosim";
+  char* argv[] = {program, nullptr};
+  sg4::Engine engine(&argc, argv);
+  configure_network_model(engine);
+  BuiltPlatform platform = build_platform(scenario.platform);
+
+  torch::set_num_threads(scenario.threads);
+  Corpus corpus = Corpus::from_file(scenario.data.path, scenario.data.eval_fraction);
+  torch::manual_seed(scenario.seed);
+  TinyLlama reference(scenario.model);  // every policy and worker starts from these weights
+  const double step_flops = flops_per_step(scenario, *reference);
+
+  Recorder recorder;
+  SimWorld world;
+  world.hosts = platform.hosts;
+  world.recorder = &recorder;
+  const int world_size = scenario.world_size();
+  std::vector<Worker> workers(world_size);
+  for (int rank = 0; rank < world_size; ++rank) {
+    Worker& w = workers[rank];
+    w.model = copy_of(reference, scenario.model);
+    w.transport = std::make_unique<SimTransport>(world, rank);
+    PolicyContext ctx{w.model->parameters(), w.transport.get(), scenario.train.optimizer, scenario.train.steps,
+                      wire_scale(scenario, *reference)};
+    w.policy = make_policy(policy, std::move(ctx));
+    Shard shard(corpus, rank, world_size, scenario.data.split, static_cast<int>(scenario.model.seq_len),
+                scenario.seed);
+    w.loop = std::make_unique<TrainLoop>(w.model, std::move(shard), corpus, *w.policy, *w.transport, scenario.train,
+                                         step_flops, recorder);
+  }
+
+  std::string failure;
+  for (int rank = 0; rank < world_size; ++rank) {
+    sg4::Actor::create("worker-" + std::to_string(rank), platform.hosts[rank], [&, rank] {
+      try {
+        workers[rank].loop->run();
+      } catch (const std::exception& e) {
+        failure = "worker " + std::to_string(rank) + ": " + e.what();
+        sg4::Actor::kill_all();  // the others would wait for this one's collectives forever
+      }
+    });
+  }
+  engine.run();
+  if (!failure.empty()) throw std::runtime_error(failure);
+
+  RunSummary summary = summarize(recorder, world_size, scenario.train.target_loss);
+  summary.label = policy.label;
+  summary.policy = policy.name;
+  recorder.write_metrics_csv(dir + "/metrics.csv");
+  recorder.write_events_csv(dir + "/events.csv");
+  write_summary_json(summary, dir + "/summary.json");
+}
+
+}  // namespace locosim
