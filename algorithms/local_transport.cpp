@@ -11,7 +11,7 @@ namespace locosim {
 namespace {
 
 struct Collective {
-  std::vector<std::vector<torch::Tensor>> contributions;
+  std::vector<std::vector<torch::Tensor>> contributions;  // as sent (rounded or encoded)
   int arrived = 0;
   int readers_left = 0;
   std::vector<torch::Tensor> result;
@@ -34,9 +34,36 @@ class LocalTransport : public Transport {
   void compute(double, const std::function<void()>& work) override { work(); }
 
   Pending all_reduce_mean(std::vector<torch::Tensor>& xs, Wire w) override {
-    uint64_t seq = next_seq_++;
     std::vector<torch::Tensor> mine;
     for (const auto& x : xs) mine.push_back(through_wire(x.detach(), w.format));
+    uint64_t seq = contribute(std::move(mine));
+    return Pending([this, seq, &xs, format = w.format] {
+      collect(seq, [&](Collective& c) {
+        if (c.result.empty()) c.result = mean_in_rank_order(c.contributions, format);
+        for (size_t i = 0; i < xs.size(); ++i) xs[i].detach().copy_(c.result[i]);
+      });
+    });
+  }
+
+  Pending all_gather(const std::vector<torch::Tensor>& mine, double,
+                     std::vector<std::vector<torch::Tensor>>& out) override {
+    std::vector<torch::Tensor> copy;
+    for (const auto& x : mine) copy.push_back(x.detach().clone());
+    uint64_t seq = contribute(std::move(copy));
+    return Pending([this, seq, &out] {
+      collect(seq, [&](Collective& c) {
+        out.assign(c.contributions.size(), {});
+        for (size_t r = 0; r < c.contributions.size(); ++r) {
+          for (const auto& x : c.contributions[r]) out[r].push_back(x.clone());
+        }
+      });
+    });
+  }
+
+ private:
+  // Deposits this rank's part of the next collective; returns its sequence number.
+  uint64_t contribute(std::vector<torch::Tensor> mine) {
+    uint64_t seq = next_seq_++;
     {
       std::lock_guard<std::mutex> lock(group_.mutex);
       Collective& c = group_.in_flight[seq];
@@ -48,17 +75,18 @@ class LocalTransport : public Transport {
       ++c.arrived;
     }
     group_.changed.notify_all();
-    return Pending([this, seq, &xs, format = w.format] {
-      std::unique_lock<std::mutex> lock(group_.mutex);
-      Collective& c = group_.in_flight[seq];
-      group_.changed.wait(lock, [&] { return c.arrived == group_.world_size; });
-      if (c.result.empty()) c.result = mean_in_rank_order(c.contributions, format);
-      for (size_t i = 0; i < xs.size(); ++i) xs[i].detach().copy_(c.result[i]);
-      if (--c.readers_left == 0) group_.in_flight.erase(seq);
-    });
+    return seq;
   }
 
- private:
+  // Waits until every rank contributed to `seq`, then lets `read` take its result, under the lock.
+  void collect(uint64_t seq, const std::function<void(Collective&)>& read) {
+    std::unique_lock<std::mutex> lock(group_.mutex);
+    Collective& c = group_.in_flight[seq];
+    group_.changed.wait(lock, [&] { return c.arrived == group_.world_size; });
+    read(c);
+    if (--c.readers_left == 0) group_.in_flight.erase(seq);
+  }
+
   Group& group_;
   int rank_;
   uint64_t next_seq_ = 0;

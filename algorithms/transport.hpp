@@ -55,6 +55,14 @@ class Transport {
   // REQUIRES: every worker makes the same sequence of collective calls with tensors of the same shapes.
   virtual Pending all_reduce_mean(std::vector<torch::Tensor>& xs, Wire w) = 0;
 
+  // Gathers every worker's `mine` into out[rank] (out is resized to world_size(); out[rank()] is a
+  // copy of mine) when the returned Pending is waited on. The tensors are sent as they are: the caller
+  // has already encoded them (indices, quantized values) and says what they weigh on the wire in
+  // `bytes` (including any Wire::scale pricing). Contributions are taken when the call is made.
+  // REQUIRES: as for all_reduce_mean; `out` outlives the wait.
+  virtual Pending all_gather(const std::vector<torch::Tensor>& mine, double bytes,
+                             std::vector<std::vector<torch::Tensor>>& out) = 0;
+
   // Runs `work` (the real computation) and charges `flops` of this worker's compute time.
   virtual void compute(double flops, const std::function<void()>& work) = 0;
 

@@ -394,6 +394,7 @@ void Section::adopt_resolved(const std::string& key, const Section& other) {
 
 std::string Section::resolved_yaml() const {
   YAML::Emitter out;
+  out.SetDoublePrecision(12);  // 0.35, not 0.34999999999999998
   out << impl_->resolved;
   return std::string(out.c_str()) + "\n";
 }

@@ -14,4 +14,8 @@ namespace locosim {
 // host. `tag` must be the same on every rank for one collective and unique across collectives.
 void ring_all_reduce_flows(int rank, int world_size, const std::string& tag, double bytes, Recorder& recorder);
 
+// Direct (full mesh) all-gather: every rank sends its `bytes` to each other rank at once and receives
+// theirs: (K-1)·bytes up and down per rank, all flows concurrent.
+void mesh_all_gather_flows(int rank, int world_size, const std::string& tag, double bytes, Recorder& recorder);
+
 }  // namespace locosim

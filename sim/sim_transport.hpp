@@ -7,10 +7,7 @@
 
 #include "algorithms/recorder.hpp"
 #include "algorithms/transport.hpp"
-
-namespace simgrid::s4u {
-class Host;
-}
+#include <simgrid/forward.h>
 
 namespace locosim {
 
@@ -37,8 +34,17 @@ class SimTransport : public Transport {
   double now_s() const override;
   void compute(double flops, const std::function<void()>& work) override;
   Pending all_reduce_mean(std::vector<torch::Tensor>& xs, Wire w) override;
+  Pending all_gather(const std::vector<torch::Tensor>& mine, double bytes,
+                     std::vector<std::vector<torch::Tensor>>& out) override;
 
  private:
+  // Deposits this rank's contribution to the next collective and starts `flows` (this rank's
+  // point-to-point transfers) in a helper actor; returns the sequence number and the actor.
+  std::pair<uint64_t, simgrid::s4u::ActorPtr> start(std::vector<torch::Tensor> mine,
+                                                    std::function<void(const std::string& tag)> flows);
+  // Joins the helper actor (recording the wait), lets `read` take the result, frees the slot.
+  void finish(uint64_t seq, const simgrid::s4u::ActorPtr& flows, const std::function<void(SimCollective&)>& read);
+
   SimWorld& world_;
   int rank_;
   uint64_t next_seq_ = 0;
