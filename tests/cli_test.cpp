@@ -1,0 +1,163 @@
+// The locosim CLI end to end: bad input gets a precise message and exit code 2 with nothing written;
+// a run writes a complete folder; the same scenario twice gives identical files.
+#include <filesystem>
+#include <regex>
+
+#include "tests/cli_util.hpp"
+#include "tests/doctest_torch.hpp"
+
+using namespace locosim::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  size_t at = text.find(from);
+  REQUIRE_MESSAGE(at != std::string::npos, "test setup: '" << from << "' not in the scenario");
+  return text.replace(at, from.size(), to);
+}
+
+struct BadCase {
+  const char* what;
+  std::string from;      // text of the good scenario to replace ...
+  std::string to;        // ... by this
+  std::string message;   // what the error must say (after "file:line:column: ")
+};
+
+}  // namespace
+
+TEST_CASE("cli: malformed scenarios each give their specific message, exit 2, and write nothing") {
+  const std::string good = small_scenario_yaml();
+  const std::vector<BadCase> cases = {
+      {"unknown key", "train:\n", "trian:\n", "trian: unknown key (known here:"},
+      {"misspelled nested key", "  steps: 12\n", "  stpes: 12\n", "train.stpes: unknown key"},
+      {"wrong type", "steps: 12", "steps: twelve", "train.steps: must be an integer, got 'twelve'"},
+      {"impossible value", "steps: 12", "steps: 0", "train.steps: must be >= 1, got 0"},
+      {"bad unit", "bandwidth: 10 Mbps", "bandwidth: 10 Mbs", "uplink.bandwidth: expected a bandwidth such as '100 Mbps'"},
+      {"missing unit", "latency: 20 ms", "latency: 20", "with no unit"},
+      {"missing platform file", "platform:\n  accelerators: {gpu: {peak: 100 TFLOPS, efficiency: 0.4}}\n  hosts:\n",
+       "platform: nowhere.yaml\nplatform_hosts:\n", "platform: file '"},
+      {"missing corpus", "path: corpus.txt", "path: missing.txt", "data.path: '"},
+      {"unknown policy", "  - ddp\n", "  - sparta\n", "policies[0].name: must be one of:"},
+      {"duplicate label", "  - ddp\n", "  - diloco\n", "label 'diloco' is used twice"},
+      {"bad policy value", "inner_steps: 4", "inner_steps: -4", "policies[1].inner_steps: must be >= 1, got -4"},
+      {"heads do not divide width", "seq_len: 16}", "seq_len: 16, n_heads: 5}", "model: "},
+      {"undefined accelerator", "{name: slow, accelerator: gpu", "{name: slow, accelerator: tpu",
+       "accelerator 'tpu' is not in accelerators"},
+      {"eval fraction out of range", "eval_fraction: 0.1", "eval_fraction: 0.9", "data.eval_fraction: must be in (0, 0.5]"},
+      {"no policies", "policies:\n  - ddp\n  - {name: diloco, inner_steps: 4}\n", "policies: []\n",
+       "policies: must list at least one policy"},
+      {"invalid YAML", "steps: 12", "steps: [12", "invalid YAML"},
+      {"efficiency above one", "efficiency: 0.4", "efficiency: 1.4", "efficiency: must be"},
+  };
+  CHECK(cases.size() >= 10);
+  for (const BadCase& c : cases) {
+    CAPTURE(c.what);
+    const std::string dir = scratch_dir("bad");
+    write_corpus(dir + "/corpus.txt", 20000);
+    write_file(dir + "/s.yaml", replaced(good, c.from, c.to));
+    CliResult r = run_locosim("run s.yaml -o out", dir);
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(c.message) != std::string::npos);
+    CHECK(std::regex_search(r.err, std::regex("error: s\\.yaml(:[0-9]+:[0-9]+)?: ")));
+    CHECK_FALSE(fs::exists(dir + "/out"));
+    // check reports the same error
+    CliResult checked = run_locosim("check s.yaml", dir);
+    CHECK(checked.exit_code == 2);
+    CHECK(checked.err == r.err);
+    fs::remove_all(dir);
+  }
+}
+
+TEST_CASE("cli: a corpus that is not UTF-8 or too small is refused before anything runs") {
+  const std::string dir = scratch_dir("corpus");
+  write_file(dir + "/corpus.txt", std::string("abc\xff\xfe def", 9));
+  write_file(dir + "/s.yaml", small_scenario_yaml());
+  CliResult r = run_locosim("run s.yaml -o out", dir);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("is not valid UTF-8") != std::string::npos);
+  write_corpus(dir + "/corpus.txt", 100);
+  r = run_locosim("run s.yaml -o out", dir);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("is too small for 2 workers") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir + "/out"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("cli: a run writes a complete folder per policy and the same scenario twice gives identical files") {
+  const std::string dir = scratch_dir("run");
+  write_corpus(dir + "/corpus.txt", 20000);
+  write_file(dir + "/s.yaml", small_scenario_yaml());
+  CliResult first = run_locosim("run s.yaml -o a", dir);
+  REQUIRE_MESSAGE(first.exit_code == 0, first.err);
+  CHECK(first.out.find("diloco") != std::string::npos);
+  CHECK(first.out.find("wall-clock") != std::string::npos);
+  for (const char* policy : {"ddp", "diloco"}) {
+    for (const char* file : {"resolved.yaml", "metrics.csv", "events.csv", "summary.json"}) {
+      CHECK(fs::exists(dir + "/a/small/" + policy + "/" + file));
+    }
+  }
+  CHECK(fs::exists(dir + "/a/small/summary.csv"));
+  for (const auto& entry : fs::directory_iterator(dir + "/a/small")) {
+    CHECK(entry.path().filename().string().find(".tmp") == std::string::npos);  // no temporary folder left
+  }
+  // metrics.csv: header, one row per worker and step, eval losses where due
+  std::string metrics = read_file(dir + "/a/small/ddp/metrics.csv");
+  CHECK(metrics.rfind("time_s,worker,step,tokens,train_loss,eval_loss\n", 0) == 0);
+  CHECK(std::count(metrics.begin(), metrics.end(), '\n') == 1 + 2 * 12);
+
+  CliResult second = run_locosim("run s.yaml -o b -j 1", dir);
+  REQUIRE(second.exit_code == 0);
+  for (const char* policy : {"ddp", "diloco"}) {
+    for (const char* file : {"metrics.csv", "events.csv", "summary.json", "resolved.yaml"}) {
+      CAPTURE(file);
+      CHECK(read_file(dir + "/a/small/" + policy + "/" + file) == read_file(dir + "/b/small/" + policy + "/" + file));
+    }
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("cli: DiLoCo sends far less than DDP and the seeds matter") {
+  const std::string dir = scratch_dir("traffic");
+  write_corpus(dir + "/corpus.txt", 20000);
+  write_file(dir + "/s.yaml", small_scenario_yaml());
+  REQUIRE(run_locosim("run s.yaml -o a", dir).exit_code == 0);
+  write_file(dir + "/t.yaml", replaced(replaced(small_scenario_yaml(), "seed: 3", "seed: 4"), "name: small", "name: t"));
+  REQUIRE(run_locosim("run t.yaml -o a", dir).exit_code == 0);
+  auto field = [](const std::string& json, const std::string& key) {
+    std::smatch m;
+    REQUIRE(std::regex_search(json, m, std::regex("\"" + key + "\": ([0-9.e+-]+)")));
+    return std::stod(m[1]);
+  };
+  std::string ddp = read_file(dir + "/a/small/ddp/summary.json");
+  std::string diloco = read_file(dir + "/a/small/diloco/summary.json");
+  // 12 steps: DDP all-reduces 12 times, DiLoCo (H=4) 3 times, the same tensors.
+  CHECK(field(ddp, "sent_bytes_per_worker") == doctest::Approx(4 * field(diloco, "sent_bytes_per_worker")));
+  CHECK(field(diloco, "compute_utilization") > field(ddp, "compute_utilization"));
+  CHECK(read_file(dir + "/a/t/ddp/metrics.csv") != read_file(dir + "/a/small/ddp/metrics.csv"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("cli: check accepts every scenario under scenarios/") {
+  int checked = 0;
+  for (const auto& entry : fs::recursive_directory_iterator("scenarios")) {
+    if (entry.path().extension() != ".yaml") continue;
+    CAPTURE(entry.path().string());
+    CliResult r = run_locosim("check '" + fs::absolute(entry.path()).string() + "'", fs::current_path().string());
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 0);
+    ++checked;
+  }
+  CHECK(checked >= 1);
+}
+
+TEST_CASE("cli: usage errors exit 2") {
+  const std::string dir = scratch_dir("usage");
+  CHECK(run_locosim("frobnicate", dir).exit_code == 2);
+  CHECK(run_locosim("run", dir).exit_code == 2);
+  CliResult r = run_locosim("run nothing.yaml", dir);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("nothing.yaml: cannot be read") != std::string::npos);
+  fs::remove_all(dir);
+}

@@ -1,0 +1,85 @@
+// CLI test helpers (see cli_util.hpp).
+#include "tests/cli_util.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <sys/wait.h>
+
+namespace locosim::testing {
+namespace fs = std::filesystem;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+CliResult run_locosim(const std::string& args, const std::string& cwd) {
+  const char* bin = std::getenv("LOCOSIM_BIN");
+  if (!bin) throw std::runtime_error("LOCOSIM_BIN is not set (run the tests through ctest)");
+  std::string out = cwd + "/.stdout", err = cwd + "/.stderr";
+  std::string command = "cd '" + cwd + "' && '" + std::string(bin) + "/locosim' " + args + " >'" + out + "' 2>'" +
+                        err + "' </dev/null";
+  int status = std::system(command.c_str());
+  CliResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read_file(out);
+  r.err = read_file(err);
+  fs::remove(out);
+  fs::remove(err);
+  return r;
+}
+
+std::string scratch_dir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("locosim-test-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+void write_corpus(const std::string& path, size_t bytes) {
+  const char* subjects[] = {"the cat", "a dog", "the bird", "my friend"};
+  const char* verbs[] = {"sees", "likes", "follows", "finds"};
+  const char* objects[] = {"the house.", "a tree.", "the river.", "some bread."};
+  std::string text;
+  uint64_t state = 42;
+  while (text.size() < bytes) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    text += std::string(subjects[(state >> 33) % 4]) + " " + verbs[(state >> 40) % 4] + " " + objects[(state >> 50) % 4] +
+            "\n";
+  }
+  write_file(path, text);
+}
+
+std::string small_scenario_yaml() {
+  return R"(name: small
+seed: 3
+platform:
+  accelerators: {gpu: {peak: 100 TFLOPS, efficiency: 0.4}}
+  hosts:
+    - {name: fast, accelerator: gpu, uplink: {bandwidth: 50 Mbps, latency: 10 ms}, downlink: {bandwidth: 500 Mbps, latency: 10 ms}}
+    - {name: slow, accelerator: gpu, uplink: {bandwidth: 10 Mbps, latency: 20 ms}, downlink: {bandwidth: 100 Mbps, latency: 20 ms}}
+data: {path: corpus.txt, eval_fraction: 0.1}
+model: {preset: tiny, seq_len: 16}
+train:
+  steps: 12
+  batch_size: 4
+  eval_every: 6
+  eval_batches: 2
+  optimizer: {lr: 3.0e-3}
+policies:
+  - ddp
+  - {name: diloco, inner_steps: 4}
+)";
+}
+
+}  // namespace locosim::testing

@@ -1,0 +1,30 @@
+// Helpers for tests that run the built `locosim` binary: a scratch folder with a generated corpus,
+// and a way to run the CLI and capture its exit code and output.
+#pragma once
+#include <string>
+
+namespace locosim::testing {
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs `$LOCOSIM_BIN/locosim <args>` with `cwd` as the working directory.
+CliResult run_locosim(const std::string& args, const std::string& cwd);
+
+// A fresh, empty folder under the system temp folder, named after `name`.
+std::string scratch_dir(const std::string& name);
+
+// A learnable text of about `bytes` bytes (a tiny deterministic grammar), written to `path`.
+void write_corpus(const std::string& path, size_t bytes);
+
+void write_file(const std::string& path, const std::string& text);
+std::string read_file(const std::string& path);
+
+// The scenario every CLI test starts from: 2 workers on an inline asymmetric platform, the tiny
+// model with seq_len 16, 12 steps, ddp and diloco, corpus.txt beside it.
+std::string small_scenario_yaml();
+
+}  // namespace locosim::testing

@@ -1,0 +1,189 @@
+// trace.json and links.csv of a simulated run: the structure trace viewers need (every span has ph,
+// ts, dur, pid, tid; each track in time order and properly nested), and bytes that add up to
+// events.csv — per span, per worker and per link.
+#include "sim/trace.hpp"
+
+#include <torch/utils.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "sim/platform.hpp"
+#include "sim/simulate.hpp"
+#include "tests/doctest_torch.hpp"
+#include "tests/tiny_run.hpp"
+
+using namespace locosim;
+using nlohmann::json;
+
+namespace {
+
+std::vector<std::vector<std::string>> read_csv(const std::string& path, std::string* header = nullptr) {
+  std::ifstream in(path);
+  REQUIRE(in);
+  std::string line;
+  std::getline(in, line);
+  if (header) *header = line;
+  std::vector<std::vector<std::string>> rows;
+  while (std::getline(in, line)) {
+    std::vector<std::string> fields;
+    std::stringstream ss(line);
+    std::string f;
+    while (std::getline(ss, f, ',')) fields.push_back(f);
+    if (!line.empty() && line.back() == ',') fields.emplace_back();
+    rows.push_back(fields);
+  }
+  return rows;
+}
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE(in);
+  return json::parse(in);
+}
+
+// Checks one track's spans (in file order): start times never decrease, and each span either starts
+// after the spans still open have ended or ends inside the innermost of them.
+void check_track(const std::vector<const json*>& spans) {
+  std::vector<double> open_ends;
+  double last_ts = -1;
+  for (const json* s : spans) {
+    const double ts = (*s)["ts"], end = ts + (*s)["dur"].get<double>();
+    CHECK(ts >= last_ts);
+    last_ts = ts;
+    while (!open_ends.empty() && open_ends.back() <= ts) open_ends.pop_back();
+    if (!open_ends.empty()) CHECK(end <= open_ends.back());
+    open_ends.push_back(end);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("trace: every span is complete, every track ordered, and bytes add up to events.csv") {
+  torch::set_num_threads(1);
+  namespace fs = std::filesystem;
+  const std::string dir = testing::tiny_scenario_dir("trace-test");
+  testing::write_text(dir + "/scenario.yaml", testing::tiny_scenario_yaml());
+  const Scenario scenario = load_scenario(dir + "/scenario.yaml");
+  const std::string out = dir + "/run";
+  fs::create_directories(out);
+  simulate_policy(scenario, scenario.policies.at(1), out);  // diloco: compute, then syncs every 4 steps
+
+  const json trace = read_json(out + "/trace.json");
+  REQUIRE(trace.contains("traceEvents"));
+  std::map<std::pair<int, int>, std::vector<const json*>> tracks;
+  std::set<int> named_processes;
+  std::set<std::pair<int, int>> named_threads;
+  std::map<std::string, double> span_bytes;                  // by kind
+  std::map<int, double> compute_us;                          // by worker
+  std::map<std::string, std::vector<const json*>> counters;  // by link
+  size_t spans = 0;
+  for (const json& e : trace["traceEvents"]) {
+    REQUIRE(e.contains("ph"));
+    const std::string ph = e["ph"];
+    if (ph == "M" && e["name"] == "process_name") named_processes.insert(e["pid"].get<int>());
+    if (ph == "M" && e["name"] == "thread_name") named_threads.insert({e["pid"].get<int>(), e["tid"].get<int>()});
+    if (ph == "C") counters[e["name"]].push_back(&e);
+    if (ph != "X") continue;
+    ++spans;
+    for (const char* field : {"ts", "dur", "pid", "tid", "name"}) REQUIRE_MESSAGE(e.contains(field), field);
+    CHECK(e["dur"].get<double>() >= 0);
+    tracks[{e["pid"].get<int>(), e["tid"].get<int>()}].push_back(&e);
+    const std::string kind = e["name"];
+    if (kind == "send" || kind == "recv") span_bytes[kind] += e["args"]["bytes"].get<double>();
+    if (kind == "compute") compute_us[e["pid"].get<int>() - 1] += e["dur"].get<double>();
+  }
+  for (const auto& [track, list] : tracks) {
+    INFO("pid " << track.first << " tid " << track.second);
+    check_track(list);
+    CHECK(named_processes.count(track.first) == 1);
+    CHECK(named_threads.count(track) == 1);
+  }
+
+  std::string header;
+  const auto events = read_csv(out + "/events.csv", &header);
+  CHECK(header == "worker,kind,start_s,end_s,bytes,peer");
+  CHECK(spans == events.size());
+  std::map<std::string, double> csv_bytes;
+  std::map<int, double> csv_compute_s;
+  std::map<std::string, double> link_expected;  // link -> bytes of the sends routed over it
+  for (const auto& row : events) {
+    const std::string& kind = row.at(1);
+    const double bytes = std::stod(row.at(4));
+    if (kind == "send" || kind == "recv") csv_bytes[kind] += bytes;
+    if (kind == "compute") csv_compute_s[std::stoi(row[0])] += std::stod(row[3]) - std::stod(row[2]);
+    if (kind == "send") {
+      for (const auto& link : route_link_names(scenario.platform, std::stoul(row[0]), std::stoul(row[5]))) {
+        link_expected[link] += bytes;
+      }
+    }
+  }
+  CHECK(csv_bytes["send"] > 0);
+  CHECK(span_bytes["send"] == doctest::Approx(csv_bytes["send"]).epsilon(1e-9));
+  CHECK(span_bytes["recv"] == doctest::Approx(csv_bytes["recv"]).epsilon(1e-9));
+  REQUIRE(compute_us.size() == 3);
+  for (const auto& [worker, us] : compute_us) CHECK(us / 1e6 == doctest::Approx(csv_compute_s[worker]).epsilon(1e-6));
+
+  // links.csv: every link carries what was sent over it; the trace's counters say the same in Mbps.
+  const auto links = read_csv(out + "/links.csv", &header);
+  CHECK(header == "link,direction,worker,host,start_s,end_s,bytes,utilization");
+  std::map<std::string, double> link_bytes;
+  for (const auto& row : links) {
+    link_bytes[row.at(0)] += std::stod(row.at(6));
+    CHECK(std::stod(row.at(7)) <= 1 + 1e-6);
+  }
+  REQUIRE(link_bytes.size() == 6);  // three hosts, an uplink and a downlink each
+  for (const auto& [link, bytes] : link_bytes) {
+    INFO(link);
+    CHECK(bytes == doctest::Approx(link_expected[link]).epsilon(1e-6));
+    if (bytes == 0) continue;
+    REQUIRE(counters.count(link) == 1);
+    double counted = 0;  // Mbps held until the next sample
+    const auto& samples = counters[link];
+    for (size_t i = 0; i + 1 < samples.size(); ++i) {
+      const double dt_us = (*samples[i + 1])["ts"].get<double>() - (*samples[i])["ts"].get<double>();
+      CHECK(dt_us > 0);
+      counted += (*samples[i])["args"]["Mbps"].get<double>() * 1e6 / 8 * dt_us / 1e6;
+    }
+    CHECK(counted == doctest::Approx(bytes).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("trace: overlapping spans of one kind get tracks of their own, nested ones share one") {
+  Recorder r;
+  r.event({0, EventKind::compute, 0, 2, 0, -1});
+  r.event({0, EventKind::wait, 2, 3, 0, -1});
+  r.event({0, EventKind::send, 0, 5, 100, 1});
+  r.event({0, EventKind::send, 0, 4, 200, 1});    // nested in the first
+  r.event({0, EventKind::send, 4.5, 6, 300, 1});  // overlaps the first without nesting: a second track
+  r.event({1, EventKind::recv, 0, 5, 100, 0});
+  r.event({2, EventKind::recv, 1, 2, 400, 0});    // a relay, recorded as worker world_size
+  const std::string path = (std::filesystem::temp_directory_path() / "locosim-trace-lanes.json").string();
+  write_trace_json(r, {"worker 0 (a)", "worker 1 (b)"}, nullptr, path);
+  const json trace = read_json(path);
+
+  std::map<int, std::string> process;
+  std::map<std::pair<int, int>, std::string> thread;
+  std::map<double, int> send_tid;  // by bytes
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") process[e["pid"].get<int>()] = e["args"]["name"];
+    if (e["ph"] == "M" && e["name"] == "thread_name") {
+      thread[{e["pid"].get<int>(), e["tid"].get<int>()}] = e["args"]["name"];
+    }
+    if (e["ph"] == "X" && e["name"] == "send") send_tid[e["args"]["bytes"].get<double>()] = e["tid"].get<int>();
+    if (e["ph"] == "X" && e["name"] == "compute") CHECK(e["dur"].get<double>() == doctest::Approx(2e6));
+    CHECK(e["ph"] != "C");  // no link report: no counters
+  }
+  CHECK(process[1] == "worker 0 (a)");
+  CHECK(process[3] == "relay (worker 2)");
+  CHECK(send_tid[100] == send_tid[200]);
+  CHECK(send_tid[300] != send_tid[100]);
+  CHECK(thread[{1, send_tid[100]}] == "send");
+  CHECK(thread[{1, send_tid[300]}] == "send 2");
+  CHECK(thread.size() == 5);  // worker 0: compute/wait, send, send 2; worker 1: recv; relay: recv
+}
