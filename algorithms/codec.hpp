@@ -1,5 +1,5 @@
 // Wire formats: how a tensor travels, its exact byte count, and the real rounding it suffers.
-// Every format lives here so that bytes charged and numerics applied can never disagree.
+// Every dense format lives here so that bytes charged and numerics applied can never disagree.
 #pragma once
 #include <torch/types.h>
 
@@ -9,17 +9,31 @@
 
 namespace locosim {
 
-enum class WireFormat { fp32, fp16, bf16 };
+// fp32/fp16/bf16: IEEE casts, round to nearest even.
+// int8/int4: symmetric absmax quantization per block of kQuantBlock values of the flattened tensor
+// (Dettmers et al. 2022, "8-bit optimizers via block-wise quantization", arXiv 2110.02861):
+// one fp32 scale s = absmax/q_max per block, values round(x/s) in [-q_max, q_max]
+// (q_max = 127 for int8, 7 for int4; int4 packs two values per byte).
+enum class WireFormat { fp32, fp16, bf16, int8, int4 };
 
-// Names as written in scenarios ("fp32", "fp16", "bf16").
+constexpr int64_t kQuantBlock = 64;  // values per fp32 scale in int8/int4
+
+// Names as written in scenarios ("fp32", "fp16", "bf16", "int8", "int4").
 const std::vector<std::string>& wire_format_names();
 WireFormat wire_format_from_name(const std::string& name);  // REQUIRES: name is in wire_format_names()
 std::string wire_format_name(WireFormat format);
 
-// Bytes that `numel` elements take on the wire.
+// Bytes that `numel` elements take on the wire:
+//   fp32 4·n, fp16/bf16 2·n, int8 n + 4·⌈n/64⌉, int4 ⌈n/2⌉ + 4·⌈n/64⌉.
 double wire_bytes(WireFormat format, int64_t numel);
 
 // `x` as the receiver sees it: rounded to the format and back to x's dtype. A new tensor.
 torch::Tensor through_wire(const torch::Tensor& x, WireFormat format);
+
+// The bytes of x in a quantized format (int8/int4): the packed values, then the fp32 scales.
+// A uint8 tensor of exactly wire_bytes(format, x.numel()) bytes.
+torch::Tensor encode_quantized(const torch::Tensor& x, WireFormat format);
+// The fp32 values (flat, `numel` of them) that encode_quantized's bytes stand for.
+torch::Tensor decode_quantized(const torch::Tensor& bytes, WireFormat format, int64_t numel);
 
 }  // namespace locosim

@@ -39,3 +39,61 @@ TEST_CASE("the mean is taken in rank order and rounded to the wire format") {
   auto mean16 = mean_in_rank_order(contributions, WireFormat::fp16);
   CHECK(mean16[0][1].item<float>() == through_wire(mean[0].slice(0, 1, 2), WireFormat::fp16).item<float>());
 }
+
+TEST_CASE("codec: int8 and int4 count values plus one fp32 scale per 64-value block") {
+  CHECK(wire_bytes(WireFormat::int8, 1000) == 1000 + 4 * 16);
+  CHECK(wire_bytes(WireFormat::int4, 1000) == 500 + 4 * 16);
+  CHECK(wire_bytes(WireFormat::int4, 1001) == 501 + 4 * 16);
+  CHECK(wire_bytes(WireFormat::int8, 64) == 64 + 4);
+  CHECK(wire_bytes(WireFormat::int4, 65) == 33 + 4 * 2);
+  CHECK(wire_bytes(WireFormat::int4, 0) == 0);
+  // The encoder produces exactly that many bytes.
+  torch::manual_seed(1);
+  for (int64_t n : {1, 63, 64, 65, 1001}) {
+    for (WireFormat f : {WireFormat::int8, WireFormat::int4}) {
+      CAPTURE(n);
+      torch::Tensor bytes = encode_quantized(torch::randn({n}), f);
+      CHECK(static_cast<double>(bytes.numel()) == wire_bytes(f, n));
+      CHECK((bytes.scalar_type() == torch::kUInt8));
+    }
+  }
+}
+
+TEST_CASE("codec: int8 and int4 round within half a step of their block's scale") {
+  torch::manual_seed(2);
+  // Blocks of very different magnitudes: each keeps its own precision (one scale per block).
+  torch::Tensor x = torch::cat({torch::randn({64}) * 1e-3, torch::randn({64}) * 1e3, torch::randn({4096 + 37})});
+  const int64_t n = x.numel(), blocks = (n + 63) / 64;
+  torch::Tensor padded = torch::zeros({blocks * 64});
+  padded.slice(0, 0, n).copy_(x);
+  torch::Tensor absmax_B = padded.view({blocks, 64}).abs().amax(1);
+  struct Case { WireFormat format; double q_max; };
+  for (Case c : {Case{WireFormat::int8, 127}, Case{WireFormat::int4, 7}}) {
+    CAPTURE(wire_format_name(c.format));
+    torch::Tensor y = through_wire(x, c.format);
+    CHECK((y.scalar_type() == torch::kFloat32));
+    CHECK(y.sizes() == x.sizes());
+    torch::Tensor err = torch::zeros({blocks * 64});
+    err.slice(0, 0, n).copy_((y - x).abs());
+    torch::Tensor half_step_B = absmax_B / c.q_max / 2;
+    // |x - y| <= s/2 per block, s = absmax/q_max (plus fp32 rounding of x/s and q·s).
+    torch::Tensor excess_B = err.view({blocks, 64}).amax(1) - half_step_B * (1 + 1e-5);
+    CHECK(excess_B.max().item<double>() <= 0);
+    CHECK(err.max().item<double>() > 0);  // it did round
+    // The largest error in a block comes near its bound: the values really sit on a coarse grid.
+    CHECK((err.view({blocks, 64}).amax(1) / half_step_B).slice(0, 2).mean().item<double>() > 0.8);
+  }
+}
+
+TEST_CASE("codec: int4 packs signed values exactly and zero blocks stay zero") {
+  // Values already on the grid of a block whose absmax is 7·0.5: they travel exactly, odd count included.
+  torch::Tensor grid = torch::arange(-7, 8, torch::kFloat32) * 0.5;  // 15 values
+  CHECK(torch::equal(through_wire(grid, WireFormat::int4), grid));
+  // One block of 64 with absmax 127·0.25, so its scale is exactly 0.25.
+  torch::Tensor grid8 = torch::cat({torch::arange(-31, 32, torch::kFloat32) * 0.25, torch::tensor({31.75f})});
+  CHECK(torch::equal(through_wire(grid8, WireFormat::int8), grid8));
+  torch::Tensor zeros = torch::zeros({3, 50});
+  CHECK(torch::equal(through_wire(zeros, WireFormat::int4), zeros));
+  CHECK(wire_format_from_name("int4") == WireFormat::int4);
+  CHECK(wire_format_name(WireFormat::int8) == "int8");
+}
