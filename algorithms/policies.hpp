@@ -8,13 +8,14 @@
 #include <vector>
 
 #include "algorithms/ddp.hpp"
+#include "algorithms/demo.hpp"
 #include "algorithms/diloco.hpp"
 
 namespace locosim {
 
 class Section;
 
-using PolicyConfig = std::variant<DdpConfig, DiLoCoConfig>;
+using PolicyConfig = std::variant<DdpConfig, DiLoCoConfig, DemoConfig>;
 
 struct PolicySpec {
   std::string name;    // the policy ("diloco")

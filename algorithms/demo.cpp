@@ -1,0 +1,110 @@
+// DeMo, Peng, Quesnelle & Kingma 2024 (arXiv 2411.19870), Algorithm 1, as bloc97/DeMo's demo.py runs
+// it; the DisTrO report's optimizer family. Per step, per parameter tensor p with local gradient g:
+//
+//   p ← p·(1 − η·wd)                         decoupled weight decay
+//   δ ← β·δ + η·g                            local momentum, never averaged
+//   X ← DCT(δ) per chunk                     orthonormal DCT-II, 1-D chunks of s, s×s blocks
+//   q ← top-k |X| per chunk                  (indices, values) on the wire
+//   δ ← δ − IDCT(decode(q))                  the fast components leave δ; the rest stays (residual)
+//   Q ← all_gather(q)                        every worker's payload
+//   G ← IDCT(mean over workers of decode(Q)) per coefficient, over the workers that sent it
+//   p ← p − η·sign(G)                        sign-SGD
+//
+// δ loses exactly what the receivers see (the values as the wire rounded them), so the wire's
+// rounding error stays in δ and is sent later: error feedback. Wire per worker per step:
+// Σ chunks·k·(b_idx + b_val), all-gathered (a full mesh: each worker uploads it K−1 times).
+#include "algorithms/demo.hpp"
+
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/utils.h>
+
+#include "algorithms/dct.hpp"
+#include "config/section.hpp"
+
+namespace locosim {
+
+DemoConfig DemoConfig::parse(Section& s) {
+  DemoConfig c;
+  c.lr = s.number("lr", c.lr, Range::positive());
+  c.momentum_decay = s.number("momentum_decay", c.momentum_decay, Range::closed_open(0, 1));
+  c.topk = s.integer("topk", c.topk, Range::at_least(1));
+  c.chunk = s.integer("chunk", c.chunk, Range::at_least(1));
+  c.weight_decay = s.number("weight_decay", c.weight_decay, Range::non_negative());
+  c.values = sparse_values_from_name(s.choice("values", sparse_values_names(), sparse_values_name(c.values)));
+  return c;
+}
+
+double demo_payload_bytes(const DemoConfig& cfg, const std::vector<std::vector<int64_t>>& shapes) {
+  double total = 0;
+  for (const auto& shape : shapes) {
+    ChunkLayout l = chunk_layout(shape, cfg.chunk);
+    total += sparse_bytes(l.chunks(), l.chunk_numel(), cfg.topk, cfg.values);
+  }
+  return total;
+}
+
+namespace {
+
+class Demo : public Policy {
+ public:
+  Demo(const DemoConfig& cfg, PolicyContext ctx) : cfg_(cfg), ctx_(std::move(ctx)) {
+    std::vector<std::vector<int64_t>> shapes;
+    for (const auto& p : ctx_.params) {
+      shapes.push_back(p.sizes().vec());
+      dcts_.emplace_back(shapes.back(), cfg_.chunk);
+      const ChunkLayout& l = dcts_.back().layout();
+      codecs_.emplace_back(l.chunks(), l.chunk_numel(), cfg_.topk, cfg_.values);
+      deltas_.push_back(torch::zeros_like(p.detach()));
+    }
+    payload_bytes_ = demo_payload_bytes(cfg_, shapes);
+  }
+
+  void step(int64_t step) override {
+    // η_t: train.optimizer's schedule shape, peaking at the policy's own η.
+    const OptimizerConfig& opt = ctx_.optimizer;
+    const double lr = cfg_.lr * scheduled_lr(opt, step, ctx_.total_steps) / opt.lr;
+
+    std::vector<torch::Tensor> wire;  // per tensor: indices, values, scale
+    {
+      torch::NoGradGuard no_grad;  // scoped: released before the all-gather
+      if (opt.clip_norm > 0) torch::nn::utils::clip_grad_norm_(ctx_.params, opt.clip_norm);
+      for (size_t i = 0; i < ctx_.params.size(); ++i) {
+        torch::Tensor p = ctx_.params[i].detach();
+        torch::Tensor g = ctx_.params[i].grad();
+        if (cfg_.weight_decay > 0) p.mul_(1.0 - lr * cfg_.weight_decay);
+        deltas_[i].mul_(cfg_.momentum_decay);
+        if (g.defined()) deltas_[i].add_(g, lr);
+        SparsePayload q = codecs_[i].encode(dcts_[i].encode(deltas_[i]));
+        deltas_[i].sub_(dcts_[i].decode(codecs_[i].decode(q)));
+        q.append_to(wire);
+      }
+    }
+
+    std::vector<std::vector<torch::Tensor>> gathered;
+    ctx_.transport->all_gather(wire, payload_bytes_ * ctx_.wire_scale, gathered).wait();
+
+    torch::NoGradGuard no_grad;
+    std::vector<SparsePayload> by_rank(gathered.size());
+    for (size_t i = 0; i < ctx_.params.size(); ++i) {
+      for (size_t r = 0; r < gathered.size(); ++r) by_rank[r] = SparsePayload::from(gathered[r], 3 * i);
+      torch::Tensor g_mean = dcts_[i].decode(codecs_[i].mean_decode(by_rank));
+      ctx_.params[i].detach().add_(g_mean.sign(), -lr);
+    }
+  }
+
+ private:
+  DemoConfig cfg_;
+  PolicyContext ctx_;
+  std::vector<ChunkedDct> dcts_;      // one per parameter tensor
+  std::vector<SparseCodec> codecs_;   // one per parameter tensor
+  std::vector<torch::Tensor> deltas_; // δ: the local momentum (residual), never communicated whole
+  double payload_bytes_ = 0;          // this worker's upload per step, before wire_scale
+};
+
+}  // namespace
+
+std::unique_ptr<Policy> make_demo(const DemoConfig& cfg, PolicyContext ctx) {
+  return std::make_unique<Demo>(cfg, std::move(ctx));
+}
+
+}  // namespace locosim

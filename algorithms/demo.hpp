@@ -1,0 +1,34 @@
+// DeMo / DisTrO (Peng, Quesnelle & Kingma, arXiv 2411.19870): decoupled momentum, its fast DCT
+// components shared by all-gather as sparse top-k, sign-SGD on their mean. Replaces the inner optimizer.
+#pragma once
+#include <memory>
+
+#include "algorithms/policy.hpp"
+#include "algorithms/sparse_codec.hpp"
+
+namespace locosim {
+
+class Section;
+
+struct DemoConfig {
+  // η: peak step size of the sign-SGD update. DeMo replaces the inner optimizer, so η is the policy's
+  // own (not train.optimizer.lr); it follows train.optimizer's warmup and decay shape, scaled to this
+  // peak, as in the paper's OLMo runs (4e-4, cosine with warmup). Small models trained for few steps
+  // usually want more: scenarios set it.
+  double lr = 4e-4;
+  double momentum_decay = 0.999;  // β: δ ← β·δ + η·g (demo.py compression_decay)
+  int64_t topk = 32;              // k: DCT coefficients sent per chunk (compression_topk)
+  int64_t chunk = 64;             // s: 1-D chunk length and 2-D block side (compression_chunk)
+  double weight_decay = 0.0;      // decoupled: p ← p·(1 − η·wd) (demo.py default 0)
+  SparseValues values = SparseValues::fp16;  // how kept coefficients travel: fp16 | bf16 | sign (Psyche)
+
+  static DemoConfig parse(Section& s);
+};
+
+std::unique_ptr<Policy> make_demo(const DemoConfig& cfg, PolicyContext ctx);
+
+// Bytes one worker uploads per step for parameters of these shapes, before Wire::scale:
+// Σ over tensors of sparse_bytes(chunks, chunk_numel, k, values).
+double demo_payload_bytes(const DemoConfig& cfg, const std::vector<std::vector<int64_t>>& shapes);
+
+}  // namespace locosim

@@ -1,0 +1,192 @@
+// DeMo on the in-process transport: its config, the bytes it charges, an identity with sign-SGD,
+// the DisTrO report's byte check, and that it trains.
+#include "algorithms/demo.hpp"
+
+#include "algorithms/policy_test_util.hpp"
+#include "tests/doctest_torch.hpp"
+
+using namespace locosim;
+using namespace locosim::policy_test;
+
+namespace {
+
+// One worker alone; records what each all-gather is charged and carries.
+class OneWorker : public Transport {
+ public:
+  int rank() const override { return 0; }
+  int world_size() const override { return 1; }
+  Pending all_reduce_mean(std::vector<torch::Tensor>&, Wire) override {
+    throw std::logic_error("demo never all-reduces");
+  }
+  Pending all_gather(const std::vector<torch::Tensor>& mine, double bytes,
+                     std::vector<std::vector<torch::Tensor>>& out) override {
+    charged_bytes.push_back(bytes);
+    double carried = 0;
+    for (const auto& x : mine) carried += static_cast<double>(x.nbytes());
+    carried_bytes.push_back(carried);
+    out.assign(1, {});
+    for (const auto& x : mine) out[0].push_back(x.clone());
+    return Pending();
+  }
+  void compute(double, const std::function<void()>& work) override { work(); }
+  double now_s() const override { return 0; }
+
+  std::vector<double> charged_bytes, carried_bytes;
+};
+
+// The 1.2B Llama-2 of the DisTrO report (Table 1): 16 layers, hidden 2048, intermediate 8192,
+// 8 heads of 256 (no grouped KV), vocab 32000, untied input and output embeddings.
+std::vector<std::vector<int64_t>> distro_1p2b_shapes() {
+  const int64_t d = 2048, ffn = 8192, vocab = 32000;
+  std::vector<std::vector<int64_t>> shapes = {{vocab, d}, {vocab, d}, {d}};  // embed, lm_head, final norm
+  for (int layer = 0; layer < 16; ++layer) {
+    for (int m = 0; m < 4; ++m) shapes.push_back({d, d});  // q, k, v, o
+    shapes.push_back({ffn, d});                             // gate
+    shapes.push_back({ffn, d});                             // up
+    shapes.push_back({d, ffn});                             // down
+    shapes.push_back({d});                                  // attention norm
+    shapes.push_back({d});                                  // ffn norm
+  }
+  return shapes;
+}
+
+}  // namespace
+
+TEST_CASE("demo: the policy entry parses with the paper's defaults and rejects bad values") {
+  PolicySpec spec = spec_from("name: demo\n");
+  auto& c = std::get<DemoConfig>(spec.config);
+  CHECK(c.lr == doctest::Approx(4e-4));
+  CHECK(c.momentum_decay == doctest::Approx(0.999));
+  CHECK(c.topk == 32);
+  CHECK(c.chunk == 64);
+  CHECK(c.weight_decay == 0);
+  CHECK((c.values == SparseValues::fp16));
+  PolicySpec psyche = spec_from("name: demo\nvalues: sign\ntopk: 4\nmomentum_decay: 0.995\n");
+  auto& s = std::get<DemoConfig>(psyche.config);
+  CHECK((s.values == SparseValues::sign));
+  CHECK(s.topk == 4);
+  CHECK_THROWS_WITH(spec_from("name: demo\ntopk: 0\n"), doctest::Contains("topk: must be >= 1"));
+  CHECK_THROWS_WITH(spec_from("name: demo\nmomentum_decay: 1.0\n"), doctest::Contains("momentum_decay: must be in [0, 1)"));
+  CHECK_THROWS_WITH(spec_from("name: demo\nvalues: int4\n"), doctest::Contains("values: must be one of"));
+  CHECK_THROWS_WITH(spec_from("name: demo\ninner_steps: 5\n"), doctest::Contains("unknown key"));
+}
+
+TEST_CASE("demo: each step's all-gather is charged chunks times k times (b_idx + b_val), times wire_scale") {
+  torch::set_num_threads(1);
+  torch::manual_seed(3);
+  TinyLlama model(tiny_config());
+  std::vector<torch::Tensor> params = model->parameters();
+  // By hand, for the tiny model (d 64, SwiGLU 176, vocab 256), s = 64, k = 32: a 1-D norm of 64 is one
+  // chunk with uint8 positions (32·(1+2) = 96 B); every matrix is cut in 64×64 blocks with uint16
+  // positions (32·(2+2) = 128 B per block), 176 rows or columns padded to 3 blocks.
+  double expected = 0;
+  for (const auto& p : params) {
+    if (p.dim() == 1) {
+      expected += 96.0 * ((p.size(0) + 63) / 64);
+    } else {
+      expected += 128.0 * ((p.size(0) + 63) / 64) * ((p.size(1) + 63) / 64);
+    }
+  }
+  OneWorker transport;
+  OptimizerConfig opt;
+  PolicyContext ctx{params, &transport, opt, 10, 3.5};
+  auto policy = make_policy(spec_from("name: demo\n"), ctx);
+  for (auto& p : params) p.mutable_grad() = torch::randn_like(p);
+  policy->step(0);
+  policy->step(1);
+  REQUIRE(transport.charged_bytes.size() == 2);
+  CHECK(transport.charged_bytes[0] == expected * 3.5);
+  CHECK(transport.carried_bytes[0] == expected);  // what travels weighs what is charged
+  CHECK(transport.charged_bytes[1] == expected * 3.5);
+  CHECK(expected == 4320);  // 4 embedding blocks; per layer 4 attention + 9 SwiGLU blocks, 2 norms; final norm
+}
+
+TEST_CASE("demo: with k covering whole chunks, each step is sign-SGD on the mean gradient") {
+  torch::set_num_threads(1);
+  // Two tensors: 1-D of 8 (chunks of 4) and 5 × 6 (4 × 4 blocks, padded); k = 16 sends every
+  // coefficient, so δ is emptied each step (up to fp16 rounding) and the momentum carries nothing over:
+  // step t is p ← p − η·sign(mean_r g_r,t), whatever β. Two steps, β = 0.5: had the residual not been
+  // subtracted, step 2 would follow sign(β·mean g_1 + mean g_2) instead.
+  const std::vector<std::vector<int64_t>> shapes = {{8}, {5, 6}};
+  torch::manual_seed(11);
+  // grads[step][rank][tensor]; means[step][tensor]
+  std::vector<std::vector<std::vector<torch::Tensor>>> grads(2, std::vector<std::vector<torch::Tensor>>(2));
+  std::vector<std::vector<torch::Tensor>> means(2);
+  std::vector<torch::Tensor> start;
+  for (const auto& shape : shapes) {
+    start.push_back(torch::randn(shape));
+    for (int step = 0; step < 2; ++step) {
+      torch::Tensor u = torch::randn(shape), v = torch::randn(shape);
+      if (step == 1) {  // partly undo step 0's direction, so that the residual would matter
+        u.add_(grads[0][0].back(), -0.8);
+        v.add_(grads[0][1].back(), -0.8);
+      }
+      v.add_(0.2 * (u + v).sign());  // |mean| >= 0.1 everywhere: fp16 and DCT rounding cannot flip a sign
+      grads[step][0].push_back(u);
+      grads[step][1].push_back(v);
+      means[step].push_back((u + v) / 2);
+    }
+  }
+  OptimizerConfig opt = plain_sgd(1.0);  // only its schedule shape is used: constant
+  auto run = [&](const std::string& yaml) {
+    std::vector<std::vector<torch::Tensor>> finals(2);
+    run_local_workers(2, [&](Transport& t) {
+      std::vector<torch::Tensor> params;
+      for (const auto& p : start) params.push_back(p.clone().requires_grad_(true));
+      PolicyContext ctx{params, &t, opt, 2, 1.0};
+      auto policy = make_policy(spec_from(yaml), ctx);
+      for (int step = 0; step < 2; ++step) {
+        for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = grads[step][t.rank()][i].clone();
+        policy->step(step);
+      }
+      for (auto& p : params) finals[t.rank()].push_back(p.detach().clone());
+    });
+    CHECK(max_abs_diff(finals[0], finals[1]) == 0);  // replicas stay identical
+    return finals[0];
+  };
+  std::vector<torch::Tensor> whole = run("name: demo\nlr: 0.01\nmomentum_decay: 0.5\nchunk: 4\ntopk: 16\n");
+  std::vector<torch::Tensor> sparse = run("name: demo\nlr: 0.01\nmomentum_decay: 0.5\nchunk: 4\ntopk: 1\n");
+  bool uses_both_workers = false, residual_matters = false;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    torch::Tensor expected = start[i].add(means[0][i].sign(), -0.01).add(means[1][i].sign(), -0.01);
+    CHECK(torch::equal(whole[i], expected));
+    uses_both_workers = uses_both_workers || !torch::equal(means[0][i].sign(), grads[0][0][i].sign());
+    residual_matters = residual_matters || !torch::equal((0.5 * means[0][i] + means[1][i]).sign(), means[1][i].sign());
+  }
+  CHECK(uses_both_workers);  // the steps used both workers' gradients, not one
+  CHECK(residual_matters);   // a policy that kept what it sent in δ would fail the equality above
+  CHECK(max_abs_diff(sparse, whole) > 0);  // and with k = 1 it is not that step
+}
+
+TEST_CASE("demo: the DisTrO report's 1.2B model, 32 nodes: bytes per worker per step") {
+  std::vector<std::vector<int64_t>> shapes = distro_1p2b_shapes();
+  int64_t params = 0;
+  for (const auto& s : shapes) params += s.size() == 1 ? s[0] : s[0] * s[1];
+  CHECK(params == 1'204'881'408);  // 2.41 GB in bf16, as the report's all-reduce row
+  // DeMo's defaults (k 32 per 64×64 block, uint16 + fp16): 294,144 blocks · 32 · 4 B
+  // + 33 norms · 32 chunks · 32 · (1 + 2) B.
+  DemoConfig paper;
+  CHECK(demo_payload_bytes(paper, shapes) == 294144.0 * 32 * 4 + 1056.0 * 32 * 3);
+  CHECK(demo_payload_bytes(paper, shapes) == 37'751'808);
+  // Psyche's settings (k 4, 1-bit signs): 2.51 MB, near the report's 2.8 MB uploaded per node per step
+  // (× 31 peers = 86.8 MB).
+  DemoConfig psyche;
+  psyche.topk = 4;
+  psyche.values = SparseValues::sign;
+  const double blocks = 294144.0 * 4 * 2 + 294144.0 * 4 / 8;  // positions + sign bits, 2-D
+  const double norms = 1056.0 * 4 * 1 + 1056.0 * 4 / 8;       // positions + sign bits, 1-D
+  CHECK(demo_payload_bytes(psyche, shapes) == blocks + norms + 4.0 * shapes.size());
+  CHECK(demo_payload_bytes(psyche, shapes) == 2'505'564);
+}
+
+TEST_CASE("demo: the loss falls on the test corpus") {
+  OptimizerConfig opt;  // DeMo uses its warmup/cosine shape and clip norm only
+  opt.lr = 3e-3;
+  opt.warmup_steps = 5;
+  for (const char* yaml : {"name: demo\nlr: 3.0e-3\n", "name: demo\nlr: 3.0e-3\nvalues: sign\n"}) {
+    CAPTURE(yaml);
+    Outcome o = train(spec_from(yaml), 2, 60, opt);
+    // Measured: 5.60 → 2.63 (fp16), 2.85 (sign); 3.11 and 3.00 if δ kept what it sent.
+    CHECK(o.eval_loss_end < o.eval_loss_start - 2.0);
+  }
+}

@@ -1,0 +1,150 @@
+// Top-k sparse payloads (see sparse_codec.hpp): byte-exact packing, decode, rank-order mean.
+#include "algorithms/sparse_codec.hpp"
+
+#include <torch/utils.h>
+
+#include <stdexcept>
+
+namespace locosim {
+
+const std::vector<std::string>& sparse_values_names() {
+  static const std::vector<std::string> names = {"fp16", "bf16", "sign"};
+  return names;
+}
+
+SparseValues sparse_values_from_name(const std::string& name) {
+  if (name == "fp16") return SparseValues::fp16;
+  if (name == "bf16") return SparseValues::bf16;
+  if (name == "sign") return SparseValues::sign;
+  throw std::invalid_argument("unknown sparse value format '" + name + "'");
+}
+
+std::string sparse_values_name(SparseValues values) {
+  switch (values) {
+    case SparseValues::fp16: return "fp16";
+    case SparseValues::bf16: return "bf16";
+    case SparseValues::sign: return "sign";
+  }
+  return "?";
+}
+
+int index_bytes(int64_t chunk_numel) {
+  const uint64_t largest = static_cast<uint64_t>(chunk_numel > 0 ? chunk_numel - 1 : 0);
+  if (largest <= 0xFFu) return 1;
+  if (largest <= 0xFFFFu) return 2;
+  if (largest <= 0xFFFFFFFFu) return 4;
+  return 8;
+}
+
+double sparse_bytes(int64_t chunks, int64_t chunk_numel, int64_t k, SparseValues values) {
+  const int64_t kept = std::min(k, chunk_numel);
+  const int64_t pairs = chunks * kept;
+  const double b_idx = kept == chunk_numel ? 0.0 : index_bytes(chunk_numel);
+  if (values == SparseValues::sign) return static_cast<double>(pairs) * b_idx + static_cast<double>((pairs + 7) / 8) + 4.0;
+  return static_cast<double>(pairs) * (b_idx + 2.0);
+}
+
+double SparsePayload::bytes() const {
+  return static_cast<double>(indices.nbytes() + values.nbytes() + scale.nbytes());
+}
+
+void SparsePayload::append_to(std::vector<torch::Tensor>& wire) const {
+  wire.push_back(indices);
+  wire.push_back(values);
+  wire.push_back(scale);
+}
+
+SparsePayload SparsePayload::from(const std::vector<torch::Tensor>& wire, size_t first) {
+  return SparsePayload{wire.at(first), wire.at(first + 1), wire.at(first + 2)};
+}
+
+SparseCodec::SparseCodec(int64_t chunks, int64_t chunk_numel, int64_t k, SparseValues values)
+    : chunks_(chunks),
+      chunk_numel_(chunk_numel),
+      k_(std::min(k, chunk_numel)),
+      values_(values),
+      index_bytes_(index_bytes(chunk_numel)) {}
+
+namespace {
+
+// Bit j of the result's byte j/8 (least significant first) is bits[j]. bits: kBool, 1-D.
+torch::Tensor pack_bits(const torch::Tensor& bits) {
+  const int64_t n = bits.numel();
+  torch::Tensor padded = torch::zeros({(n + 7) / 8 * 8}, torch::kLong);
+  padded.slice(0, 0, n).copy_(bits.reshape({-1}));
+  torch::Tensor weights = torch::tensor({1, 2, 4, 8, 16, 32, 64, 128}, torch::kLong);
+  return (padded.view({-1, 8}) * weights).sum(1).to(torch::kByte);
+}
+
+torch::Tensor unpack_bits(const torch::Tensor& bytes, int64_t n) {
+  torch::Tensor weights = torch::tensor({1, 2, 4, 8, 16, 32, 64, 128}, torch::kLong);
+  torch::Tensor bits = torch::bitwise_and(bytes.to(torch::kLong).unsqueeze(1), weights).ne(0);
+  return bits.reshape({-1}).slice(0, 0, n);
+}
+
+}  // namespace
+
+SparsePayload SparseCodec::encode(const torch::Tensor& coefficients) const {
+  torch::NoGradGuard no_grad;
+  torch::Tensor x = coefficients.detach().to(torch::kFloat32).reshape({chunks_, chunk_numel_});
+  SparsePayload p;
+  torch::Tensor kept;
+  if (whole()) {
+    p.indices = torch::empty({0}, torch::kByte);
+    kept = x;
+  } else {
+    torch::Tensor pos = std::get<1>(torch::topk(x.abs(), k_, /*dim=*/1, /*largest=*/true, /*sorted=*/false));
+    kept = x.gather(1, pos);
+    std::vector<torch::Tensor> bytes;  // little-endian: byte j holds bits 8j .. 8j+7
+    for (int j = 0; j < index_bytes_; ++j) bytes.push_back(torch::bitwise_and(pos.bitwise_right_shift(8 * j), 0xFF));
+    p.indices = torch::stack(bytes, 2).to(torch::kByte).reshape({chunks_, k_ * index_bytes_});
+  }
+  switch (values_) {
+    case SparseValues::fp16: p.values = kept.to(torch::kHalf).contiguous(); break;
+    case SparseValues::bf16: p.values = kept.to(torch::kBFloat16).contiguous(); break;
+    case SparseValues::sign:
+      p.values = pack_bits(kept.lt(0));
+      p.scale = (kept.numel() > 0 ? kept.abs().mean() : torch::zeros({}, torch::kFloat32)).reshape({1});
+      break;
+  }
+  if (!p.scale.defined()) p.scale = torch::empty({0}, torch::kFloat32);
+  return p;
+}
+
+torch::Tensor SparseCodec::positions(const SparsePayload& payload) const {
+  if (whole()) return torch::arange(chunk_numel_, torch::kLong).expand({chunks_, chunk_numel_}).contiguous();
+  torch::Tensor bytes = payload.indices.view({chunks_, k_, index_bytes_}).to(torch::kLong);
+  torch::Tensor pos = torch::zeros({chunks_, k_}, torch::kLong);
+  for (int j = 0; j < index_bytes_; ++j) pos.add_(bytes.select(2, j).bitwise_left_shift(8 * j));
+  return pos;
+}
+
+torch::Tensor SparseCodec::values_fp32(const SparsePayload& payload) const {
+  if (values_ != SparseValues::sign) return payload.values.to(torch::kFloat32).reshape({chunks_, k_});
+  torch::Tensor negative = unpack_bits(payload.values, chunks_ * k_).reshape({chunks_, k_});
+  // ±scale: 1 − 2·bit, times the tensor's one scale.
+  return (1.0 - 2.0 * negative.to(torch::kFloat32)) * payload.scale;
+}
+
+torch::Tensor SparseCodec::decode(const SparsePayload& payload) const {
+  torch::NoGradGuard no_grad;
+  torch::Tensor dense = torch::zeros({chunks_, chunk_numel_}, torch::kFloat32);
+  return dense.scatter_(1, positions(payload), values_fp32(payload));
+}
+
+torch::Tensor SparseCodec::mean_decode(const std::vector<SparsePayload>& by_rank) const {
+  torch::NoGradGuard no_grad;
+  torch::Tensor sum = torch::zeros({chunks_, chunk_numel_}, torch::kFloat32);
+  torch::Tensor count = torch::zeros({chunks_, chunk_numel_}, torch::kFloat32);
+  torch::Tensor ones = torch::ones({chunks_, k_}, torch::kFloat32);
+  // One scatter_add per rank, in rank order: a position appears at most once per chunk in a payload,
+  // so every element receives one addition per rank and the fp32 sum's order is the rank order.
+  for (const SparsePayload& p : by_rank) {
+    torch::Tensor pos = positions(p);
+    sum.scatter_add_(1, pos, values_fp32(p));
+    count.scatter_add_(1, pos, ones);
+  }
+  return sum.div_(count.clamp_min(1));
+}
+
+}  // namespace locosim
