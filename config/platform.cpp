@@ -1,5 +1,5 @@
 // parse_platform: reads platforms/*.yaml (or a scenario's inline `platform:`) into a PlatformSpec and
-// checks that every pair of hosts has a route. Plain data only; sim/platform.cpp builds the SimGrid zone.
+// checks that every pair of hosts (and the relay) has a route. Plain data only; sim/platform.cpp builds the SimGrid zone.
 //
 // Schema (platforms/README.md has the long version):
 //
@@ -14,8 +14,10 @@
 //     - {name: home, accelerator: rtx4090, gpus: 1, count: 2,
 //        uplink: {bandwidth: 20 Mbps, latency: 10 ms}, downlink: {bandwidth: 200 Mbps, latency: 10 ms}}
 //     - {name: dc, site: eu, accelerator: h100, gpus: 8}            # uses the site's lan/uplink/downlink
+//   relay: {uplink: {bandwidth: 10 Gbps, latency: 5 ms}, downlink: {...}}   # optional; or relay: {site: eu}
 //
-// Site and host names use letters, digits, '_' and '-' only, and no site shares a host's name: link
+// Also here: the scenario's `network:` choice of collective algorithms, resolved against the platform.
+// Site, host and relay names use letters, digits, '_' and '-' only, and no site shares a host's name: link
 // names ("home-0.up", "eu.lan.dc-0.up", "wan.eu->us") are built from them and must stay unique.
 #include "config/platform.hpp"
 
@@ -151,11 +153,36 @@ std::vector<WanSpec> parse_wan(Section& section, const std::vector<SiteSpec>& si
   return out;
 }
 
+// Where a machine (`what` 'a' named `name`) joins the network: `site:` (then the site's links), or its
+// own `uplink:` and `downlink:`.
+void parse_attachment(Section& s, const std::string& name, const PlatformSpec& spec, HostSpec& h,
+                      const std::string& what = "host") {
+  h.site = s.text("site", "");
+  if (!h.site.empty()) {
+    if (!spec.site(h.site)) {
+      std::vector<std::string> site_names;
+      for (const auto& site : spec.sites) site_names.push_back(site.name);
+      s.fail("site", "site '" + h.site + "' is not in sites (known: " + joined_names(site_names) + ")");
+    }
+    for (const char* key : {"uplink", "downlink"}) {
+      if (s.has(key)) {
+        s.fail(key, what + " '" + name + "' is in site '" + h.site + "' and uses the site's links: remove " + key +
+                        " here, or remove site");
+      }
+    }
+  } else {
+    if (!s.has("uplink") && !s.has("downlink")) {
+      s.fail("", what + " '" + name + "' has no site and no uplink/downlink: give it a site, or an uplink and a downlink");
+    }
+    h.uplink = parse_link(s, "uplink");
+    h.downlink = parse_link(s, "downlink");
+  }
+}
+
 // Reads the hosts list, expanding `count:` ("home" × 2 → "home-0", "home-1").
 std::vector<HostSpec> parse_hosts(Section& section, const PlatformSpec& spec) {
-  std::vector<std::string> accelerator_names, site_names;
+  std::vector<std::string> accelerator_names;
   for (const auto& a : spec.accelerators) accelerator_names.push_back(a.name);
-  for (const auto& s : spec.sites) site_names.push_back(s.name);
 
   std::vector<HostSpec> out;
   std::map<std::string, std::string> defined_by;  // expanded host name → "hosts[i]"
@@ -174,24 +201,7 @@ std::vector<HostSpec> parse_hosts(Section& section, const PlatformSpec& spec) {
     h.gpus = static_cast<int>(s.integer("gpus", 1, Range::closed(1, 1e6)));
     int64_t count = s.integer("count", 1, Range::at_least(1));
     if (count > kMaxHosts) s.fail("count", "must be <= " + std::to_string(kMaxHosts) + " (" + kMaxHostsWhy + ")");
-    h.site = s.text("site", "");
-    if (!h.site.empty()) {
-      if (!spec.site(h.site)) {
-        s.fail("site", "site '" + h.site + "' is not in sites (known: " + joined_names(site_names) + ")");
-      }
-      for (const char* key : {"uplink", "downlink"}) {
-        if (s.has(key)) {
-          s.fail(key, "host '" + name + "' is in site '" + h.site + "' and uses the site's links: remove " + key +
-                          " here, or remove site");
-        }
-      }
-    } else {
-      if (!s.has("uplink") && !s.has("downlink")) {
-        s.fail("", "host '" + name + "' has no site and no uplink/downlink: give it a site, or an uplink and a downlink");
-      }
-      h.uplink = parse_link(s, "uplink");
-      h.downlink = parse_link(s, "downlink");
-    }
+    parse_attachment(s, name, spec, h);
     h.speed_flops = h.gpus * accelerator->peak_flops * accelerator->efficiency;
     s.finish();
 
@@ -217,6 +227,25 @@ std::vector<HostSpec> parse_hosts(Section& section, const PlatformSpec& spec) {
   return out;
 }
 
+// The optional relay: `relay: {uplink: ..., downlink: ...}` (a server with its own links) or
+// `relay: {site: eu}` (a machine on that site's LAN). Named "relay" unless `name:` says otherwise.
+std::optional<HostSpec> parse_relay(Section& section, const PlatformSpec& spec) {
+  if (!section.has("relay")) return std::nullopt;
+  Section s = section.child("relay");
+  HostSpec relay;
+  relay.gpus = 0;
+  relay.name = s.text("name", "relay");
+  if (!is_plain_name(relay.name)) s.fail("name", "relay name '" + relay.name + "' must " + kPlainNameRule);
+  bool taken = spec.site(relay.name) != nullptr;
+  for (const auto& h : spec.hosts) taken = taken || h.name == relay.name;
+  if (taken) {
+    s.fail("name", "'" + relay.name + "' already names a host or a site: give the relay another name (relay: {name: ...})");
+  }
+  parse_attachment(s, relay.name, spec, relay, "relay");
+  s.finish();
+  return relay;
+}
+
 bool has_access_links(const SiteSpec& s) { return s.uplink.has_value() && s.downlink.has_value(); }
 
 bool has_wan(const PlatformSpec& spec, const std::string& from, const std::string& to) {
@@ -224,17 +253,18 @@ bool has_wan(const PlatformSpec& spec, const std::string& from, const std::strin
                      [&](const WanSpec& w) { return w.from == from && w.to == to; });
 }
 
-// Every ordered pair of hosts needs a route (see route_link_names in sim/platform.hpp). Hosts with their
-// own links always reach each other; the rest depends on the sites that hold hosts.
+// Every ordered pair of endpoints (hosts and relay) needs a route (see route_link_names in
+// sim/platform.hpp). Hosts with their own links always reach each other; the rest depends on the sites
+// that hold hosts.
 void check_routes(const PlatformSpec& spec, const std::vector<Section>& site_sections) {
-  std::vector<size_t> used;  // indices into spec.sites of sites that hold hosts, in spec order
+  std::vector<size_t> used;  // indices into spec.sites of sites that hold endpoints, in spec order
   bool any_siteless = false;
   for (size_t i = 0; i < spec.sites.size(); ++i) {
-    bool holds = std::any_of(spec.hosts.begin(), spec.hosts.end(),
-                             [&](const HostSpec& h) { return h.site == spec.sites[i].name; });
+    bool holds = false;
+    for (size_t e = 0; e < spec.endpoint_count(); ++e) holds = holds || spec.endpoint(e).site == spec.sites[i].name;
     if (holds) used.push_back(i);
   }
-  for (const auto& h : spec.hosts) any_siteless = any_siteless || h.site.empty();
+  for (size_t e = 0; e < spec.endpoint_count(); ++e) any_siteless = any_siteless || spec.endpoint(e).site.empty();
 
   auto site_missing_links = [&](size_t a, size_t b) -> size_t {
     return has_access_links(spec.sites[a]) ? b : a;
@@ -252,7 +282,7 @@ void check_routes(const PlatformSpec& spec, const std::vector<Section>& site_sec
     if (any_siteless && !has_access_links(spec.sites[a])) {
       const std::string& name = spec.sites[a].name;
       site_sections[a].fail("", "no route between site " + name +
-                                    " and the hosts that have their own links: give site " + name +
+                                    " and the hosts (or relay) that have their own links: give site " + name +
                                     " an uplink and downlink");
     }
   }
@@ -268,9 +298,58 @@ PlatformSpec parse_platform(Section& section) {
   spec.sites = parse_sites(section, &site_sections);
   spec.wan = parse_wan(section, spec.sites);
   spec.hosts = parse_hosts(section, spec);
+  spec.relay = parse_relay(section, spec);
   section.finish();
   check_routes(spec, site_sections);
   return spec;
+}
+
+std::vector<std::vector<int>> site_groups(const PlatformSpec& spec) {
+  std::vector<std::vector<int>> groups;
+  std::map<std::string, size_t> group_of_site;
+  for (int rank = 0; rank < static_cast<int>(spec.hosts.size()); ++rank) {
+    const std::string& site = spec.hosts[rank].site;
+    auto it = site.empty() ? group_of_site.end() : group_of_site.find(site);
+    if (it == group_of_site.end()) {
+      if (!site.empty()) group_of_site.emplace(site, groups.size());
+      groups.push_back({rank});
+    } else {
+      groups[it->second].push_back(rank);
+    }
+  }
+  return groups;
+}
+
+namespace {
+// Names by enum value (AllReduceAlgorithm, AllGatherAlgorithm), as the scenario spells them.
+const std::vector<std::string> kAllReduceNames = {"ring", "relay", "hierarchical"};
+const std::vector<std::string> kAllGatherNames = {"mesh", "ring", "relay"};
+
+size_t index_of(const std::vector<std::string>& names, const std::string& name) {
+  return static_cast<size_t>(std::find(names.begin(), names.end(), name) - names.begin());
+}
+}  // namespace
+
+const char* algorithm_name(AllReduceAlgorithm a) { return kAllReduceNames.at(static_cast<size_t>(a)).c_str(); }
+const char* algorithm_name(AllGatherAlgorithm a) { return kAllGatherNames.at(static_cast<size_t>(a)).c_str(); }
+
+CollectiveChoice parse_network(Section& network, const PlatformSpec& platform) {
+  bool shared_site = false;
+  for (const auto& group : site_groups(platform)) shared_site = shared_site || group.size() > 1;
+  std::string all_reduce = network.choice("all_reduce", {"auto", "ring", "relay", "hierarchical"}, "auto");
+  if (all_reduce == "auto") all_reduce = shared_site ? "hierarchical" : "ring";
+  std::string all_gather = network.choice("all_gather", {"auto", "mesh", "ring", "relay"}, "auto");
+  if (all_gather == "auto") all_gather = platform.relay ? "relay" : "mesh";
+  network.finish();
+  for (const auto& [key, value] : {std::pair{"all_reduce", all_reduce}, std::pair{"all_gather", all_gather}}) {
+    if (value == "relay" && !platform.relay) {
+      network.fail(key, "relay needs a relay host, and platform '" + platform.file +
+                            "' has none: add `relay: {uplink: {...}, downlink: {...}}` (or `relay: {site: ...}`) "
+                            "to the platform, or choose another algorithm (auto picks one that fits)");
+    }
+  }
+  return {static_cast<AllReduceAlgorithm>(index_of(kAllReduceNames, all_reduce)),
+          static_cast<AllGatherAlgorithm>(index_of(kAllGatherNames, all_gather))};
 }
 
 }  // namespace locosim

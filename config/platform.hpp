@@ -1,6 +1,7 @@
 // The platform a scenario runs on: accelerator types, hosts, sites and wide-area links, as read from
 // platforms/*.yaml. Plain data; sim/platform.hpp turns it into a SimGrid netzone.
 #pragma once
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,7 +37,8 @@ struct WanSpec {
   LinkSpec link;
 };
 
-// One worker machine (after `count:` expansion: "home" with count 2 is "home-0", "home-1").
+// One worker machine (after `count:` expansion: "home" with count 2 is "home-0", "home-1"), or the
+// relay (an aggregation server that is not a worker: accelerator "", gpus 0, speed_flops 0).
 struct HostSpec {
   std::string name;
   std::string accelerator;
@@ -52,15 +54,40 @@ struct PlatformSpec {
   std::vector<AcceleratorSpec> accelerators;
   std::vector<SiteSpec> sites;
   std::vector<WanSpec> wan;
-  std::vector<HostSpec> hosts;
+  std::vector<HostSpec> hosts;         // the workers, by rank
+  std::optional<HostSpec> relay;       // optional aggregation server (relayed collectives); never a worker
 
   const SiteSpec* site(const std::string& name) const;
   const AcceleratorSpec* accelerator(const std::string& name) const;
+  // Route endpoints: hosts[i] for i < hosts.size(), then the relay (index hosts.size()) if there is one.
+  size_t endpoint_count() const { return hosts.size() + (relay ? 1 : 0); }
+  const HostSpec& endpoint(size_t i) const { return i < hosts.size() ? hosts[i] : relay.value(); }
 };
+
+// Worker ranks grouped by site, in rank order, groups ordered by their first rank (the site's leader
+// in a hierarchical all-reduce). A host outside any site is a group of its own.
+std::vector<std::vector<int>> site_groups(const PlatformSpec& spec);
+
+// How collectives travel (scenario key `network:`); sim/collectives.hpp has each algorithm and its time.
+// The choice changes only time and bytes, never the numbers (every transport averages in rank order).
+enum class AllReduceAlgorithm { ring, relay, hierarchical };
+enum class AllGatherAlgorithm { mesh, ring, relay };
+struct CollectiveChoice {
+  AllReduceAlgorithm all_reduce = AllReduceAlgorithm::ring;
+  AllGatherAlgorithm all_gather = AllGatherAlgorithm::mesh;
+};
+const char* algorithm_name(AllReduceAlgorithm a);
+const char* algorithm_name(AllGatherAlgorithm a);
+
+// Reads `network: {all_reduce: auto|ring|relay|hierarchical, all_gather: auto|mesh|ring|relay}`.
+// auto (the default) suits the platform: all_reduce is hierarchical when some site holds more than one
+// worker host, else ring; all_gather is relay when the platform has a relay, else mesh.
+// Throws ConfigError for `relay` on a platform without a relay host.
+CollectiveChoice parse_network(Section& network, const PlatformSpec& platform);
 
 // Reads a platform mapping (a whole platform file, or a scenario's inline `platform:`).
 // Throws ConfigError for unknown keys, bad units, undefined accelerators or sites, duplicate
-// names, and platforms where some pair of hosts has no route.
+// names, and platforms where some pair of hosts (the relay included) has no route.
 PlatformSpec parse_platform(Section& section);
 
 }  // namespace locosim

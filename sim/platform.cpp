@@ -8,6 +8,7 @@
 #include <simgrid/s4u/NetZone.hpp>
 #include <xbt/log.h>
 
+#include <cstddef>
 #include <map>
 #include <stdexcept>
 #include <utility>
@@ -34,10 +35,18 @@ namespace locosim {
 // Pitfall: a route whose latencies add up to 0 is weighted as if its latency were 1 s (SimGrid gives
 // a latency-free flow the weight 1), so it nearly starves next to flows with a latency. Give links a
 // small latency (a LAN's 5 us) rather than 0 when flows with and without latency share a link.
+//
+// network/optim:Full, not SimGrid's default Lazy: with CM02, Lazy's selective update gets rates wrong
+// when one host sends at once to several hosts behind slower downlinks. Measured (SimGrid 3.32): a
+// 10 Gbps server sending 1 MB to each of 4 hosts with 100 Mbps downlinks (1 ms + 10 ms) ends one flow
+// at 0.091 s, as it should, and the other three at 0.013 s, at 3.3 Gbps each, through 100 Mbps links.
+// Full re-solves the whole sharing problem at every event: slower with thousands of flows, but right
+// (sim/platform_test.cpp pins this case).
 void configure_network_model(sg4::Engine& engine) {
   // set_config logs "Configuration change: ..." at INFO for each change; the user need not see them.
   xbt_log_control_set("xbt_cfg.thres:warning");
   engine.set_config("network/model:CM02");
+  engine.set_config("network/optim:Full");
   engine.set_config("network/latency-factor:1");
   engine.set_config("network/bandwidth-factor:1");
   engine.set_config("network/TCP-gamma:0");
@@ -63,7 +72,8 @@ bool has_wan(const PlatformSpec& spec, const std::string& from, const std::strin
 // Every link of the platform, once, with the direction it serves.
 std::vector<std::pair<std::string, LinkSpec>> all_links(const PlatformSpec& spec) {
   std::vector<std::pair<std::string, LinkSpec>> links;
-  for (const auto& h : spec.hosts) {
+  for (size_t i = 0; i < spec.endpoint_count(); ++i) {
+    const HostSpec& h = spec.endpoint(i);
     if (h.site.empty()) {
       links.emplace_back(host_link(h, "up"), h.uplink);
       links.emplace_back(host_link(h, "down"), h.downlink);
@@ -84,8 +94,8 @@ std::vector<std::pair<std::string, LinkSpec>> all_links(const PlatformSpec& spec
 }  // namespace
 
 std::vector<std::string> route_link_names(const PlatformSpec& spec, size_t src, size_t dst) {
-  const HostSpec& a = spec.hosts.at(src);
-  const HostSpec& b = spec.hosts.at(dst);
+  const HostSpec& a = spec.endpoint(src);
+  const HostSpec& b = spec.endpoint(dst);
   if (a.site.empty() && b.site.empty()) return {host_link(a, "up"), host_link(b, "down")};
   if (a.site == b.site) return {lan_link(a, "up"), lan_link(b, "down")};
   std::vector<std::string> route;
@@ -100,17 +110,22 @@ std::vector<std::string> route_link_names(const PlatformSpec& spec, size_t src, 
   return route;
 }
 
-// K hosts get K·(K−1) explicit routes (a full zone): fine up to a few hundred hosts, which is why
-// parse_platform caps platforms at 1024 hosts. Larger platforms would want a star or cluster zone.
+// K endpoints (hosts and relay) get K·(K−1) explicit routes (a full zone): fine up to a few hundred
+// hosts, which is why parse_platform caps platforms at 1024 hosts. Larger platforms would want a star or cluster zone.
 BuiltPlatform build_platform(const PlatformSpec& spec) {
   sg4::NetZone* zone = sg4::create_full_zone("world");
 
   BuiltPlatform built;
-  for (const auto& h : spec.hosts) {
-    sg4::Host* host = zone->create_host(h.name, h.speed_flops);
+  std::vector<sg4::Host*> endpoints;  // hosts, then the relay
+  for (size_t i = 0; i < spec.endpoint_count(); ++i) {
+    const HostSpec& h = spec.endpoint(i);
+    // The relay computes nothing (its reductions are not charged): it gets a nominal speed.
+    sg4::Host* host = zone->create_host(h.name, i < spec.hosts.size() ? h.speed_flops : 1.0);
     host->seal();
-    built.hosts.push_back(host);
+    endpoints.push_back(host);
   }
+  built.hosts.assign(endpoints.begin(), endpoints.begin() + static_cast<std::ptrdiff_t>(spec.hosts.size()));
+  if (spec.relay) built.relay = endpoints.back();
 
   std::map<std::string, const sg4::Link*> links;
   for (const auto& [name, l] : all_links(spec)) {
@@ -121,20 +136,20 @@ BuiltPlatform build_platform(const PlatformSpec& spec) {
     links.emplace(name, link);
   }
 
-  for (size_t i = 0; i < spec.hosts.size(); ++i) {
-    for (size_t j = 0; j < spec.hosts.size(); ++j) {
+  for (size_t i = 0; i < endpoints.size(); ++i) {
+    for (size_t j = 0; j < endpoints.size(); ++j) {
       if (i == j) continue;
       std::vector<sg4::LinkInRoute> route;
       for (const auto& name : route_link_names(spec, i, j)) {
         auto it = links.find(name);
         // parse_platform rejects platforms with a missing route; reaching this is a bug here.
         if (it == links.end()) {
-          throw std::logic_error("build_platform: route " + spec.hosts[i].name + " -> " + spec.hosts[j].name +
+          throw std::logic_error("build_platform: route " + spec.endpoint(i).name + " -> " + spec.endpoint(j).name +
                                  " needs link '" + name + "', which the platform does not define");
         }
         route.emplace_back(it->second);
       }
-      zone->add_route(built.hosts[i]->get_netpoint(), built.hosts[j]->get_netpoint(), nullptr, nullptr, route,
+      zone->add_route(endpoints[i]->get_netpoint(), endpoints[j]->get_netpoint(), nullptr, nullptr, route,
                       /*symmetrical=*/false);
     }
   }
