@@ -21,7 +21,7 @@ enum class EventKind { compute, send, recv, wait };
 const char* event_kind_name(EventKind kind);
 
 struct EventRow {
-  int worker = 0;
+  int worker = 0;          // rank; the relay host (not a worker) records as world_size, and is that peer
   EventKind kind = EventKind::compute;
   double start_s = 0;
   double end_s = 0;

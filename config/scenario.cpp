@@ -3,6 +3,7 @@
 //   name: quickstart                      # runs/<name>/; default: the file's stem
 //   seed: 1
 //   platform: ../platforms/x.yaml         # a platform file (relative to this one) or an inline mapping
+//   network: {all_reduce: auto, all_gather: auto}   # ring|relay|hierarchical, mesh|ring|relay (sim/collectives.hpp)
 //   data:    {path: kjv, eval_fraction: 0.05, split: iid}       # split: iid | non_iid
 //   model:   {preset: tiny, d_model: 64, n_layers: 2, n_heads: 4, seq_len: 64}
 //   train:   {steps: 200, batch_size: 8, eval_every: 50, eval_batches: 4, target_loss: 2.5,
@@ -105,6 +106,8 @@ Scenario load_scenario(const std::string& path) {
   }
   s.seed = static_cast<uint64_t>(top.integer("seed", 1, Range::non_negative()));
   s.platform = read_platform(top);
+  Section network = top.child("network", /*optional=*/true);
+  s.network = parse_network(network, s.platform);
   Section data = top.child("data", /*optional=*/true);
   s.data = read_data(data);
   Section model = top.child("model", /*optional=*/true);

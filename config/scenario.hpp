@@ -32,6 +32,7 @@ struct Scenario {
   std::string name;                 // runs/<name>/...; defaults to the file's stem
   uint64_t seed = 1;
   PlatformSpec platform;
+  CollectiveChoice network;         // how collectives travel; `auto` resolved against the platform
   DataConfig data;
   LlamaConfig model;
   TrainConfig train;

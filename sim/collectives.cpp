@@ -1,68 +1,195 @@
-// Ring all-reduce flows over SimGrid mailboxes.
+// The collectives' flows over SimGrid mailboxes: ring, relay and hierarchical all-reduce; mesh, ring
+// and relay all-gather. Mailboxes carry no data here, only each message's simulated size.
 #include "sim/collectives.hpp"
 
 #include <simgrid/s4u.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 namespace sg4 = simgrid::s4u;
 
 namespace locosim {
 namespace {
 
-// Mailboxes carry no data here, only the simulated size; SimGrid refuses null payloads.
+// SimGrid refuses null payloads: every message carries this token; receives land it in `sink`
+// (actors run one at a time, so sharing one landing place is safe).
 int token = 0;
+int* sink = nullptr;
 
-sg4::Mailbox* inbox(const std::string& tag, int rank) {
-  return sg4::Mailbox::by_name(tag + "/to-" + std::to_string(rank));
+// The mailbox of the messages from `from` to `to` in one phase of one collective. Messages on one
+// mailbox match in order, so a sequence of rounds between the same pair needs no round number.
+sg4::Mailbox* box(const std::string& tag, int from, int to) {
+  return sg4::Mailbox::by_name(tag + "/" + std::to_string(from) + "-to-" + std::to_string(to));
 }
 
-sg4::Mailbox* pair_box(const std::string& tag, int from, int to) {
-  return sg4::Mailbox::by_name(tag + "/" + std::to_string(from) + "-to-" + std::to_string(to));
+uint64_t message_bytes(double bytes) { return static_cast<uint64_t>(std::ceil(bytes)); }
+
+// Transfers in flight on one side, each recorded as an event from `start_s` to its own end.
+class Flows {
+ public:
+  Flows(int worker, Recorder& recorder) : worker_(worker), recorder_(recorder), start_s_(sg4::Engine::get_clock()) {}
+
+  void send(const std::string& tag, int to, uint64_t bytes) {
+    add(box(tag, worker_, to)->put_async(&token, bytes), EventKind::send, to, bytes);
+  }
+  void recv(const std::string& tag, int from, uint64_t bytes) {
+    add(box(tag, from, worker_)->get_async<int>(&sink), EventKind::recv, from, bytes);
+  }
+  // Waits for the next transfer to finish, records it and returns it as (kind, peer).
+  std::pair<EventKind, int> wait_any() {
+    const auto i = static_cast<size_t>(sg4::Comm::wait_any(comms_));
+    const Meta done = meta_[i];
+    recorder_.event({worker_, done.kind, start_s_, sg4::Engine::get_clock(), static_cast<double>(done.bytes), done.peer});
+    comms_.erase(comms_.begin() + static_cast<std::ptrdiff_t>(i));
+    meta_.erase(meta_.begin() + static_cast<std::ptrdiff_t>(i));
+    return {done.kind, done.peer};
+  }
+  void wait_all() {
+    while (!comms_.empty()) wait_any();
+  }
+  bool empty() const { return comms_.empty(); }
+
+ private:
+  struct Meta {
+    EventKind kind;
+    int peer;
+    uint64_t bytes;
+  };
+  void add(sg4::CommPtr comm, EventKind kind, int peer, uint64_t bytes) {
+    comms_.push_back(std::move(comm));
+    meta_.push_back({kind, peer, bytes});
+  }
+
+  int worker_;
+  Recorder& recorder_;
+  double start_s_;
+  std::vector<sg4::CommPtr> comms_;
+  std::vector<Meta> meta_;
+};
+
+// `rounds` rounds of a ring over `ring` (ranks in ring order; this rank at ring[position]): each round
+// sends `chunk_bytes` to the next member and receives as much from the previous one.
+void ring_rounds(const std::vector<int>& ring, size_t position, const std::string& tag, int rounds,
+                 uint64_t chunk_bytes, Recorder& recorder) {
+  const size_t n = ring.size();
+  const int right = ring[(position + 1) % n];
+  const int left = ring[(position + n - 1) % n];
+  for (int round = 0; round < rounds; ++round) {
+    Flows flows(ring[position], recorder);
+    flows.send(tag, right, chunk_bytes);
+    flows.recv(tag, left, chunk_bytes);
+    flows.wait_all();
+  }
+}
+
+std::vector<int> all_ranks(int world_size) {
+  std::vector<int> ranks(static_cast<size_t>(world_size));
+  for (int r = 0; r < world_size; ++r) ranks[static_cast<size_t>(r)] = r;
+  return ranks;
 }
 
 }  // namespace
 
 void ring_all_reduce_flows(int rank, int world_size, const std::string& tag, double bytes, Recorder& recorder) {
   if (world_size < 2 || bytes <= 0) return;
-  const int right = (rank + 1) % world_size;
-  const int left = (rank + world_size - 1) % world_size;
-  const auto chunk_bytes = static_cast<uint64_t>(std::ceil(bytes / world_size));
-  sg4::Mailbox* to_right = inbox(tag, right);
-  sg4::Mailbox* from_left = inbox(tag, rank);
-  for (int round = 0; round < 2 * (world_size - 1); ++round) {
-    const double start = sg4::Engine::get_clock();
-    sg4::CommPtr send = to_right->put_async(&token, chunk_bytes);
-    from_left->get<int>();
-    recorder.event({rank, EventKind::recv, start, sg4::Engine::get_clock(), static_cast<double>(chunk_bytes), left});
-    send->wait();
-    recorder.event({rank, EventKind::send, start, sg4::Engine::get_clock(), static_cast<double>(chunk_bytes), right});
-  }
+  ring_rounds(all_ranks(world_size), static_cast<size_t>(rank), tag, 2 * (world_size - 1),
+              message_bytes(bytes / world_size), recorder);
 }
 
-}  // namespace locosim
+void relay_all_reduce_flows(int rank, int world_size, const std::string& tag, double bytes, Recorder& recorder) {
+  if (world_size < 2 || bytes <= 0) return;
+  const int relay = world_size;
+  Flows flows(rank, recorder);
+  flows.send(tag + "/up", relay, message_bytes(bytes));
+  flows.recv(tag + "/down", relay, message_bytes(bytes));
+  flows.wait_all();
+}
 
-namespace locosim {
+void relay_all_reduce_serve(int world_size, const std::string& tag, double bytes, Recorder& recorder) {
+  if (world_size < 2 || bytes <= 0) return;
+  const int relay = world_size;
+  Flows uploads(relay, recorder);
+  for (int r = 0; r < world_size; ++r) uploads.recv(tag + "/up", r, message_bytes(bytes));
+  uploads.wait_all();  // the mean needs every contribution
+  Flows downloads(relay, recorder);
+  for (int r = 0; r < world_size; ++r) downloads.send(tag + "/down", r, message_bytes(bytes));
+  downloads.wait_all();
+}
+
+void hierarchical_all_reduce_flows(int rank, const std::vector<std::vector<int>>& sites, const std::string& tag,
+                                   double bytes, Recorder& recorder) {
+  if (bytes <= 0) return;
+  std::vector<int> leaders;
+  const std::vector<int>* mine = nullptr;
+  for (const auto& site : sites) {
+    leaders.push_back(site.front());
+    if (std::find(site.begin(), site.end(), rank) != site.end()) mine = &site;
+  }
+  if (!mine) throw std::logic_error("hierarchical_all_reduce_flows: rank " + std::to_string(rank) + " is in no site");
+  const int leader = mine->front();
+  const uint64_t size = message_bytes(bytes);
+
+  if (rank != leader) {  // send to the leader over the LAN, then wait for the result from it
+    Flows flows(rank, recorder);
+    flows.send(tag + "/site-up", leader, size);
+    flows.recv(tag + "/site-down", leader, size);
+    flows.wait_all();
+    return;
+  }
+  Flows gather(rank, recorder);
+  for (size_t i = 1; i < mine->size(); ++i) gather.recv(tag + "/site-up", (*mine)[i], size);
+  gather.wait_all();
+  if (leaders.size() > 1) {
+    const auto position = static_cast<size_t>(std::find(leaders.begin(), leaders.end(), rank) - leaders.begin());
+    const auto count = static_cast<int>(leaders.size());
+    ring_rounds(leaders, position, tag + "/leaders", 2 * (count - 1), message_bytes(bytes / count), recorder);
+  }
+  Flows broadcast(rank, recorder);
+  for (size_t i = 1; i < mine->size(); ++i) broadcast.send(tag + "/site-down", (*mine)[i], size);
+  broadcast.wait_all();
+}
 
 void mesh_all_gather_flows(int rank, int world_size, const std::string& tag, double bytes, Recorder& recorder) {
   if (world_size < 2 || bytes <= 0) return;
-  const auto size = static_cast<uint64_t>(std::ceil(bytes));
-  const double start = sg4::Engine::get_clock();
-  std::vector<sg4::CommPtr> comms;
-  std::vector<std::pair<EventKind, int>> what;  // per comm: send or recv, and the peer
-  std::vector<int*> received(world_size);       // where each get_async lands the token
+  Flows flows(rank, recorder);
   for (int peer = 0; peer < world_size; ++peer) {
     if (peer == rank) continue;
-    comms.push_back(pair_box(tag, rank, peer)->put_async(&token, size));
-    what.emplace_back(EventKind::send, peer);
-    comms.push_back(pair_box(tag, peer, rank)->get_async<int>(&received[peer]));
-    what.emplace_back(EventKind::recv, peer);
+    flows.send(tag, peer, message_bytes(bytes));
+    flows.recv(tag, peer, message_bytes(bytes));
   }
-  while (!comms.empty()) {
-    ssize_t i = sg4::Comm::wait_any(comms);
-    recorder.event({rank, what[i].first, start, sg4::Engine::get_clock(), static_cast<double>(size), what[i].second});
-    comms.erase(comms.begin() + i);
-    what.erase(what.begin() + i);
+  flows.wait_all();
+}
+
+void ring_all_gather_flows(int rank, int world_size, const std::string& tag, double bytes, Recorder& recorder) {
+  if (world_size < 2 || bytes <= 0) return;
+  ring_rounds(all_ranks(world_size), static_cast<size_t>(rank), tag, world_size - 1, message_bytes(bytes), recorder);
+}
+
+void relay_all_gather_flows(int rank, int world_size, const std::string& tag, double bytes, Recorder& recorder) {
+  if (world_size < 2 || bytes <= 0) return;
+  const int relay = world_size;
+  Flows flows(rank, recorder);
+  flows.send(tag + "/up", relay, message_bytes(bytes));
+  // One mailbox per origin: the relay forwards origin q's payload on tag/from-q.
+  for (int origin = 0; origin < world_size; ++origin) {
+    if (origin != rank) flows.recv(tag + "/from-" + std::to_string(origin), relay, message_bytes(bytes));
+  }
+  flows.wait_all();
+}
+
+void relay_all_gather_serve(int world_size, const std::string& tag, double bytes, Recorder& recorder) {
+  if (world_size < 2 || bytes <= 0) return;
+  const int relay = world_size;
+  Flows flows(relay, recorder);
+  for (int r = 0; r < world_size; ++r) flows.recv(tag + "/up", r, message_bytes(bytes));
+  while (!flows.empty()) {
+    auto [kind, peer] = flows.wait_any();
+    if (kind != EventKind::recv) continue;
+    for (int r = 0; r < world_size; ++r) {  // store and forward: peer's payload, now whole, to the others
+      if (r != peer) flows.send(tag + "/from-" + std::to_string(peer), r, message_bytes(bytes));
+    }
   }
 }
 

@@ -1,21 +1,65 @@
 // Collectives as the point-to-point flows of their algorithm, in simulated time. Only the timing
-// lives here: the numbers themselves are reduced by the Transport (mean_in_rank_order).
+// lives here: the numbers themselves are reduced by the Transport (mean_in_rank_order), the same for
+// every algorithm, so the choice of algorithm changes time and bytes, never results.
+//
+// Each function runs one side of one collective whose payload is `bytes` per rank: call it from an
+// actor on that side's host (a worker's helper actor; the *_serve functions from an actor on the relay
+// host). `tag` must be the same on every side of one collective and unique across collectives. Each
+// side records its send and recv events (bytes, peer); the relay records as worker `world_size` and
+// is the peer `world_size` of the workers' events.
+//
+// Closed forms (tested in sim/collectives_test.cpp) on K identical workers whose own links carry U
+// bytes/s up and D down; λ is a route's latency (the sum of its links'), S = bytes:
+//   ring all-reduce          2(K−1)/K · S/min(U,D) + 2(K−1) · λ_worker→worker
+//   relay all-reduce         S/U + λ_worker→relay + S/D + λ_relay→worker
+//   hierarchical all-reduce  (m−1)·S/B_lan + λ_lan  +  2(L−1)/L · S/B_wan + 2(L−1) · λ_leader→leader
+//                            + (m−1)·S/B_lan + λ_lan        (L sites of m hosts; direct gather/broadcast)
+//   mesh all-gather          (K−1) · S/min(U,D) + λ_worker→worker
+//   ring all-gather          (K−1) · (S/min(U,D) + λ_worker→worker)
+//   relay all-gather         S/U + λ_worker→relay + (K−1)·S/D + λ_relay→worker
+// The relay forms assume a well-connected relay: its downlink carries K uploads at once (needs ≥ K·U)
+// and its uplink K(K−1) forwards (needs ≥ K·D); otherwise the relay's links are the bottleneck.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "algorithms/recorder.hpp"
 
 namespace locosim {
 
 // Ring all-reduce (reduce-scatter then all-gather): in each of 2(K-1) rounds every rank sends one
-// chunk of bytes/K to its right neighbour and receives one from its left. On K identical hosts it
-// takes 2(K-1)/K · S/B + 2(K-1)·latency. Runs rank `rank`'s side; call it from an actor on that rank's
-// host. `tag` must be the same on every rank for one collective and unique across collectives.
+// chunk of bytes/K to its right neighbour and receives one from its left.
 void ring_all_reduce_flows(int rank, int world_size, const std::string& tag, double bytes, Recorder& recorder);
+
+// Relay (parameter-server) all-reduce, a worker's side: uploads its S bytes to the relay, then
+// downloads the S-byte mean. The relay's side is relay_all_reduce_serve.
+void relay_all_reduce_flows(int rank, int world_size, const std::string& tag, double bytes, Recorder& recorder);
+// The relay waits for all K uploads (it cannot reduce before), reduces (not charged: the relay's
+// compute is taken as free), then sends the mean to every worker at once.
+void relay_all_reduce_serve(int world_size, const std::string& tag, double bytes, Recorder& recorder);
+
+// Hierarchical all-reduce over `sites` (ranks grouped by site, each group in rank order; a host outside
+// any site is a group of one; see site_groups in config/platform.hpp). Inside each site the members send
+// their S bytes over the LAN to the site's first host (its leader), all at once; the L leaders run a
+// ring all-reduce among themselves over the WAN; each leader then sends the S-byte result to its
+// members over the LAN, all at once. Only the leaders' ring crosses the WAN.
+void hierarchical_all_reduce_flows(int rank, const std::vector<std::vector<int>>& sites, const std::string& tag,
+                                   double bytes, Recorder& recorder);
 
 // Direct (full mesh) all-gather: every rank sends its `bytes` to each other rank at once and receives
 // theirs: (K-1)·bytes up and down per rank, all flows concurrent.
 void mesh_all_gather_flows(int rank, int world_size, const std::string& tag, double bytes, Recorder& recorder);
+
+// Ring all-gather: in each of K-1 rounds every rank forwards one payload (its own first, then the one
+// it received last) to its right neighbour. REQUIRES: every rank passes the same `bytes`.
+void ring_all_gather_flows(int rank, int world_size, const std::string& tag, double bytes, Recorder& recorder);
+
+// Relay all-gather (the DisTrO report's relay server), a worker's side: uploads its payload once to
+// the relay and downloads the other K-1 payloads from it. REQUIRES: every rank passes the same `bytes`.
+void relay_all_gather_flows(int rank, int world_size, const std::string& tag, double bytes, Recorder& recorder);
+// The relay stores and forwards: as soon as a worker's whole payload has arrived, it sends it to the
+// other K-1 workers at once (no waiting for the other uploads; no pipelining inside one payload).
+void relay_all_gather_serve(int world_size, const std::string& tag, double bytes, Recorder& recorder);
 
 }  // namespace locosim

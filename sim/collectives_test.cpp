@@ -1,9 +1,12 @@
-// Simulated collectives: the ring all-reduce's closed-form time, real numerics, overlap with compute.
+// Simulated collectives: each algorithm's closed-form time on identical hosts (sim/collectives.hpp),
+// its bytes per peer, real numerics through SimTransport, overlap with compute.
 // SimGrid allows one Engine per process: each TEST_CASE creates at most one (ctest runs each case in
 // a process of its own; running this binary without --test-case runs them all in one and aborts).
 #include "sim/collectives.hpp"
 
 #include <simgrid/s4u.hpp>
+
+#include <functional>
 
 #include "config/section.hpp"
 #include "sim/platform.hpp"
@@ -15,13 +18,42 @@ using namespace locosim;
 
 namespace {
 
-// K identical hosts, each with its own access links of `mbps` each way and `latency_ms` each way.
-PlatformSpec identical_hosts(int k, double mbps, double latency_ms) {
+std::string link(double mbps, double latency_ms) {
+  return "{bandwidth: " + std::to_string(mbps) + " Mbps, latency: " + std::to_string(latency_ms) + " ms}";
+}
+
+// K identical hosts, each with its own access links (up and down), and an optional relay line.
+PlatformSpec identical_hosts(int k, double up_mbps, double down_mbps, double latency_ms, const std::string& relay = "") {
   std::string yaml = "accelerators: {gpu: {peak: 100 TFLOPS, efficiency: 0.5}}\nhosts:\n";
-  yaml += "  - {name: h, accelerator: gpu, count: " + std::to_string(k) + ", uplink: {bandwidth: " +
-          std::to_string(mbps) + " Mbps, latency: " + std::to_string(latency_ms) + " ms}, downlink: {bandwidth: " +
-          std::to_string(mbps) + " Mbps, latency: " + std::to_string(latency_ms) + " ms}}\n";
+  yaml += "  - {name: h, accelerator: gpu, count: " + std::to_string(k) + ", uplink: " + link(up_mbps, latency_ms) +
+          ", downlink: " + link(down_mbps, latency_ms) + "}\n" + relay;
   Section s = Section::load_string(yaml, "identical.yaml");
+  return parse_platform(s);
+}
+
+// The acceptance platform: workers on 10 Mbps up / 100 Mbps down lines (10 ms each way) and a
+// well-connected relay (10 Gbps each way, 1 ms).
+const double kUpBps = 10e6, kDownBps = 100e6, kWorkerLatencyS = 0.010, kRelayLatencyS = 0.001;
+const std::string kRelay = "relay: {uplink: " + link(10000, 1) + ", downlink: " + link(10000, 1) + "}\n";
+
+// Two sites of two hosts (ranks 0-1 in eu, 2-3 in us) on a 10 Gbps, 5 us LAN, joined by a 100 Mbps,
+// 20 ms wan path; and a relay with its own links.
+const char* kTwoSites =
+    "accelerators: {gpu: {peak: 100 TFLOPS, efficiency: 0.5}}\n"
+    "sites:\n"
+    "  eu: {lan: {bandwidth: 10 Gbps, latency: 5 us}, uplink: {bandwidth: 100 Mbps, latency: 20 ms},\n"
+    "       downlink: {bandwidth: 100 Mbps, latency: 20 ms}}\n"
+    "  us: {lan: {bandwidth: 10 Gbps, latency: 5 us}, uplink: {bandwidth: 100 Mbps, latency: 20 ms},\n"
+    "       downlink: {bandwidth: 100 Mbps, latency: 20 ms}}\n"
+    "wan:\n"
+    "  - {from: eu, to: us, bandwidth: 100 Mbps, latency: 20 ms}\n"
+    "hosts:\n"
+    "  - {name: e, site: eu, accelerator: gpu, count: 2}\n"
+    "  - {name: u, site: us, accelerator: gpu, count: 2}\n"
+    "relay: {uplink: {bandwidth: 10 Gbps, latency: 1 ms}, downlink: {bandwidth: 10 Gbps, latency: 1 ms}}\n";
+
+PlatformSpec parse(const std::string& yaml) {
+  Section s = Section::load_string(yaml, "test.yaml");
   return parse_platform(s);
 }
 
@@ -37,32 +69,189 @@ struct Sim {
   }
 };
 
-}  // namespace
-
-TEST_CASE("a ring all-reduce of S bytes over K identical hosts takes 2(K-1)/K·S/B + 2(K-1)·latency") {
-  const int k = 4;
-  const double bytes = 100e6, mbps = 100, one_way_latency_s = 2 * 5e-3;  // uplink + downlink latency
-  Sim sim(identical_hosts(k, mbps, 5));
-  Recorder recorder;
-  std::vector<double> finished(k);
+// Runs side(rank) on every worker's host and, if given, serve() on the relay; returns when each
+// worker's side finished.
+std::vector<double> run_sides(Sim& sim, const std::function<void(int)>& side, const std::function<void()>& serve = {}) {
+  const int k = static_cast<int>(sim.platform.hosts.size());
+  std::vector<double> finished(k, -1);
+  if (serve) sg4::Actor::create("relay", sim.platform.relay, serve);
   for (int r = 0; r < k; ++r) {
     sg4::Actor::create("r" + std::to_string(r), sim.platform.hosts[r], [&, r] {
-      ring_all_reduce_flows(r, k, "t", bytes, recorder);
+      side(r);
       finished[r] = sg4::Engine::get_clock();
     });
   }
   sim.engine.run();
-  const double expected = 2.0 * (k - 1) / k * bytes * 8 / (mbps * 1e6) + 2 * (k - 1) * one_way_latency_s;
-  for (double t : finished) CHECK(t == doctest::Approx(expected).epsilon(0.01));
-  // Every rank sent and received 2(K-1)/K · S bytes.
-  double sent = 0;
-  for (const auto& e : recorder.events()) sent += e.kind == EventKind::send && e.worker == 0 ? e.bytes : 0;
-  CHECK(sent == doctest::Approx(2.0 * (k - 1) / k * bytes).epsilon(1e-6));
+  return finished;
 }
 
-TEST_CASE("SimTransport averages for real and overlaps the collective with compute") {
+// Bytes of `kind` events of `worker` (any worker if -1) to or from `peer` (any peer if -1).
+double bytes_of(const Recorder& recorder, EventKind kind, int worker, int peer = -1) {
+  double total = 0;
+  for (const auto& e : recorder.events()) {
+    if (e.kind == kind && (worker < 0 || e.worker == worker) && (peer < 0 || e.peer == peer)) total += e.bytes;
+  }
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("collectives: a ring all-reduce of S bytes over K identical hosts takes 2(K-1)/K·S/B + 2(K-1)·latency") {
+  const int k = 4;
+  const double bytes = 100e6, mbps = 100, one_way_latency_s = 2 * 5e-3;  // uplink + downlink latency
+  Sim sim(identical_hosts(k, mbps, mbps, 5));
+  Recorder recorder;
+  auto finished = run_sides(sim, [&](int r) { ring_all_reduce_flows(r, k, "t", bytes, recorder); });
+  const double expected = 2.0 * (k - 1) / k * bytes * 8 / (mbps * 1e6) + 2 * (k - 1) * one_way_latency_s;
+  for (double t : finished) CHECK(t == doctest::Approx(expected).epsilon(0.01));
+  // Every rank sent 2(K-1)/K · S bytes, all to its right neighbour.
+  CHECK(bytes_of(recorder, EventKind::send, 0) == doctest::Approx(2.0 * (k - 1) / k * bytes).epsilon(1e-6));
+  CHECK(bytes_of(recorder, EventKind::send, 0, 1) == bytes_of(recorder, EventKind::send, 0));
+}
+
+TEST_CASE("collectives: a relay all-reduce takes S/up + S/down plus the latencies to and from the relay") {
+  const int k = 4;
+  const double bytes = 1e6;
+  Sim sim(identical_hosts(k, 10, 100, 10, kRelay));
+  Recorder recorder;
+  auto finished = run_sides(
+      sim, [&](int r) { relay_all_reduce_flows(r, k, "t", bytes, recorder); },
+      [&] { relay_all_reduce_serve(k, "t", bytes, recorder); });
+  // The relay sends the mean only once all K uploads are in: on identical hosts they arrive together.
+  const double latency_s = kWorkerLatencyS + kRelayLatencyS;
+  const double expected = bytes * 8 / kUpBps + latency_s + bytes * 8 / kDownBps + latency_s;  // 0.902 s
+  for (double t : finished) CHECK(t == doctest::Approx(expected).epsilon(0.01));
+  for (int r = 0; r < k; ++r) {
+    CHECK(bytes_of(recorder, EventKind::send, r, k) == doctest::Approx(bytes));  // the relay is peer K
+    CHECK(bytes_of(recorder, EventKind::recv, r, k) == doctest::Approx(bytes));
+  }
+  // The relay records as worker K: K uploads in, K means out.
+  CHECK(bytes_of(recorder, EventKind::recv, k) == doctest::Approx(k * bytes));
+  CHECK(bytes_of(recorder, EventKind::send, k) == doctest::Approx(k * bytes));
+}
+
+TEST_CASE("collectives: a relayed all-gather on 10 Mbps up / 100 Mbps down hosts takes the closed-form upload and download times") {
+  const int k = 4;
+  const double bytes = 1e6;
+  Sim sim(identical_hosts(k, 10, 100, 10, kRelay));
+  Recorder recorder;
+  auto finished = run_sides(
+      sim, [&](int r) { relay_all_gather_flows(r, k, "t", bytes, recorder); },
+      [&] { relay_all_gather_serve(k, "t", bytes, recorder); });
+  // Upload: S over the worker's 10 Mbps uplink, then the other K-1 payloads share its 100 Mbps downlink.
+  const double latency_s = kWorkerLatencyS + kRelayLatencyS;
+  const double upload_s = bytes * 8 / kUpBps + latency_s;                            // 0.811 s
+  const double expected = upload_s + (k - 1) * bytes * 8 / kDownBps + latency_s;     // 1.062 s
+  for (double t : finished) CHECK(t == doctest::Approx(expected).epsilon(0.01));
+  for (const auto& e : recorder.events()) {
+    if (e.kind == EventKind::send && e.worker < k) CHECK(e.end_s == doctest::Approx(upload_s).epsilon(0.01));
+  }
+  for (int r = 0; r < k; ++r) {
+    CHECK(bytes_of(recorder, EventKind::send, r) == doctest::Approx(bytes));  // uploads once
+    CHECK(bytes_of(recorder, EventKind::recv, r, k) == doctest::Approx((k - 1) * bytes));
+  }
+  CHECK(bytes_of(recorder, EventKind::send, k) == doctest::Approx(k * (k - 1) * bytes));
+}
+
+TEST_CASE("collectives: the relay forwards each all-gather payload as soon as it has arrived whole") {
+  // Worker 3 uploads at 5 Mbps, the others at 10 Mbps. The relay forwards the fast payloads at 0.811 s
+  // without waiting for the slow one (1.611 s), which it then forwards alone.
+  const int k = 4;
+  const double bytes = 1e6;
+  Sim sim(parse("accelerators: {gpu: {peak: 100 TFLOPS, efficiency: 0.5}}\nhosts:\n"
+                "  - {name: h, accelerator: gpu, count: 3, uplink: " + link(10, 10) + ", downlink: " + link(100, 10) +
+                "}\n  - {name: slow, accelerator: gpu, uplink: " + link(5, 10) + ", downlink: " + link(100, 10) + "}\n" +
+                kRelay));
+  Recorder recorder;
+  auto finished = run_sides(
+      sim, [&](int r) { relay_all_gather_flows(r, k, "t", bytes, recorder); },
+      [&] { relay_all_gather_serve(k, "t", bytes, recorder); });
+  const double latency_s = kWorkerLatencyS + kRelayLatencyS;
+  const double slow_arrives_s = bytes * 8 / 5e6 + latency_s;                         // 1.611 s
+  const double fast_expected = slow_arrives_s + bytes * 8 / kDownBps + latency_s;   // 1.702 s (1.862 if it waited)
+  for (int r = 0; r < 3; ++r) CHECK(finished[r] == doctest::Approx(fast_expected).epsilon(0.01));
+  // The slow worker got the three fast payloads long before its own upload ended.
+  CHECK(finished[3] == doctest::Approx(slow_arrives_s).epsilon(0.01));
+}
+
+TEST_CASE("collectives: a hierarchical all-reduce on 2 sites of 2 hosts sends only the leaders' ring over the WAN") {
+  const double bytes = 10e6, lan_bps = 10e9, wan_bps = 100e6;
+  Sim sim(parse(kTwoSites));
+  const std::vector<std::vector<int>> sites = {{0, 1}, {2, 3}};
+  Recorder recorder;
+  auto finished = run_sides(sim, [&](int r) { hierarchical_all_reduce_flows(r, sites, "t", bytes, recorder); });
+  const double lan_latency_s = 2 * 5e-6;                // lan up + lan down
+  const double wan_latency_s = 5e-6 + 0.020 + 5e-6;     // lan up + wan + lan down
+  const double gather_s = bytes * 8 / lan_bps + lan_latency_s;
+  const double ring_s = 2.0 * (2 - 1) / 2 * bytes * 8 / wan_bps + 2 * (2 - 1) * wan_latency_s;
+  const double expected = gather_s + ring_s + gather_s;  // the broadcast mirrors the gather: 0.856 s
+  for (double t : finished) CHECK(t == doctest::Approx(expected).epsilon(0.01));
+
+  auto site_of = [](int rank) { return rank < 2 ? 0 : 1; };
+  double wan_bytes = 0, lan_bytes = 0;
+  for (const auto& e : recorder.events()) {
+    if (e.kind != EventKind::send) continue;
+    if (site_of(e.worker) != site_of(e.peer)) {
+      CHECK((e.worker == 0 || e.worker == 2));  // leaders only
+      wan_bytes += e.bytes;
+    } else {
+      lan_bytes += e.bytes;
+    }
+  }
+  CHECK(wan_bytes == doctest::Approx(2 * bytes));  // 2 leaders × 2(L-1)/L·S (a 4-host ring: 3·S)
+  CHECK(lan_bytes == doctest::Approx(4 * bytes));  // 2 members up, 2 results down
+}
+
+TEST_CASE("collectives: hierarchical gathers m-1 payloads at the leader, and a siteless host is a site of one") {
+  // Ranks 0-2 on site eu (10 Gbps, 5 us LAN; 100 Mbps, 20 ms access links), rank 3 with its own 100 Mbps, 10 ms links.
+  const double bytes = 10e6, lan_bps = 10e9, wan_bps = 100e6;
+  const PlatformSpec spec = parse(
+      "accelerators: {gpu: {peak: 100 TFLOPS, efficiency: 0.5}}\n"
+      "sites:\n"
+      "  eu: {lan: {bandwidth: 10 Gbps, latency: 5 us}, uplink: {bandwidth: 100 Mbps, latency: 20 ms},\n"
+      "       downlink: {bandwidth: 100 Mbps, latency: 20 ms}}\n"
+      "hosts:\n"
+      "  - {name: e, site: eu, accelerator: gpu, count: 3}\n"
+      "  - {name: x, accelerator: gpu, uplink: " + link(100, 10) + ", downlink: " + link(100, 10) + "}\n");
+  Sim sim(spec);
+  const std::vector<std::vector<int>> sites = site_groups(spec);
+  REQUIRE(sites == std::vector<std::vector<int>>{{0, 1, 2}, {3}});
+  Recorder recorder;
+  auto finished = run_sides(sim, [&](int r) { hierarchical_all_reduce_flows(r, sites, "t", bytes, recorder); });
+  const double lan_s = 2 * bytes * 8 / lan_bps + 2 * 5e-6;            // 2 members share the leader's LAN link
+  const double wan_latency_s = 5e-6 + 0.020 + 0.010;                  // lan + site access + x's own link
+  const double ring_s = bytes * 8 / wan_bps + 2 * wan_latency_s;      // 2 leaders: 2 rounds of S/2
+  CHECK(finished[3] == doctest::Approx(lan_s + ring_s).epsilon(0.01));  // x has nobody to broadcast to
+  for (int r = 0; r < 3; ++r) CHECK(finished[r] == doctest::Approx(lan_s + ring_s + lan_s).epsilon(0.01));
+}
+
+TEST_CASE("collectives: a mesh all-gather takes (K-1)·S/B + latency") {
+  const int k = 4;
+  const double bytes = 1e6, mbps = 100, latency_s = 2 * 5e-3;
+  Sim sim(identical_hosts(k, mbps, mbps, 5));
+  Recorder recorder;
+  auto finished = run_sides(sim, [&](int r) { mesh_all_gather_flows(r, k, "t", bytes, recorder); });
+  const double expected = (k - 1) * bytes * 8 / (mbps * 1e6) + latency_s;  // 0.25 s
+  for (double t : finished) CHECK(t == doctest::Approx(expected).epsilon(0.01));
+  CHECK(bytes_of(recorder, EventKind::send, 0) == doctest::Approx((k - 1) * bytes));
+  CHECK(bytes_of(recorder, EventKind::send, 0, 3) == doctest::Approx(bytes));
+}
+
+TEST_CASE("collectives: a ring all-gather takes (K-1)·(S/B + latency)") {
+  const int k = 4;
+  const double bytes = 1e6, mbps = 100, latency_s = 2 * 5e-3;
+  Sim sim(identical_hosts(k, mbps, mbps, 5));
+  Recorder recorder;
+  auto finished = run_sides(sim, [&](int r) { ring_all_gather_flows(r, k, "t", bytes, recorder); });
+  const double expected = (k - 1) * (bytes * 8 / (mbps * 1e6) + latency_s);  // 0.27 s
+  for (double t : finished) CHECK(t == doctest::Approx(expected).epsilon(0.01));
+  CHECK(bytes_of(recorder, EventKind::send, 0, 1) == doctest::Approx((k - 1) * bytes));  // all to the right
+  CHECK(bytes_of(recorder, EventKind::recv, 0, 3) == doctest::Approx((k - 1) * bytes));
+}
+
+TEST_CASE("collectives: SimTransport averages for real and overlaps the collective with compute") {
   const int k = 3;
-  Sim sim(identical_hosts(k, 8, 0));  // 8 Mbps = 1 MB/s
+  Sim sim(identical_hosts(k, 8, 8, 0));  // 8 Mbps = 1 MB/s
   Recorder recorder;
   SimWorld world;
   world.hosts = sim.platform.hosts;
@@ -87,4 +276,59 @@ TEST_CASE("SimTransport averages for real and overlaps the collective with compu
     CHECK(results[r][0].item<float>() == doctest::Approx(2.0f));
     CHECK(waited[r] == doctest::Approx(4.0 / 3.0 - 1.0).epsilon(0.02));
   }
+}
+
+TEST_CASE("collectives: SimTransport dispatches on the choice, and the numbers do not change with it") {
+  const int k = 4;
+  Sim sim(parse(kTwoSites));
+  Recorder recorder;
+  SimWorld world;
+  world.hosts = sim.platform.hosts;
+  world.recorder = &recorder;
+  world.relay = sim.platform.relay;
+  world.sites = {{0, 1}, {2, 3}};
+  const std::vector<AllReduceAlgorithm> reduces = {AllReduceAlgorithm::ring, AllReduceAlgorithm::relay,
+                                                   AllReduceAlgorithm::hierarchical};
+  const std::vector<AllGatherAlgorithm> gathers = {AllGatherAlgorithm::mesh, AllGatherAlgorithm::ring,
+                                                   AllGatherAlgorithm::relay};
+  const double gather_bytes = 3000;
+  std::vector<std::vector<torch::Tensor>> means(k);                  // [rank][algorithm]
+  std::vector<std::vector<std::vector<torch::Tensor>>> gathered(k);  // [rank][algorithm] → out[0][0]
+  for (int r = 0; r < k; ++r) {
+    sg4::Actor::create("w" + std::to_string(r), sim.platform.hosts[r], [&, r] {
+      SimTransport t(world, r);
+      torch::manual_seed(static_cast<uint64_t>(r));
+      const torch::Tensor mine = torch::randn({1000});
+      for (AllReduceAlgorithm a : reduces) {
+        // Every rank writes the same choice before its call: no rank can be past this collective yet.
+        world.collectives.all_reduce = a;
+        std::vector<torch::Tensor> xs = {mine.clone()};
+        t.all_reduce_mean(xs, Wire{WireFormat::fp32, 1.0}).wait();
+        means[r].push_back(xs[0]);
+      }
+      for (AllGatherAlgorithm a : gathers) {
+        world.collectives.all_gather = a;
+        std::vector<std::vector<torch::Tensor>> out;
+        t.all_gather({mine}, gather_bytes, out).wait();
+        gathered[r].push_back({out[0][0], out[3][0]});
+      }
+    });
+  }
+  sim.engine.run();
+  const torch::Tensor& reference = means[0][0];
+  for (int r = 0; r < k; ++r) {
+    for (size_t a = 0; a < reduces.size(); ++a) CHECK(torch::equal(means[r][a], reference));
+    for (size_t a = 0; a < gathers.size(); ++a) {
+      CHECK(torch::equal(gathered[r][a][0], gathered[0][0][0]));
+      CHECK(torch::equal(gathered[r][a][1], gathered[0][0][1]));
+    }
+  }
+  // The flows did change: the relay (worker K) saw one relay all-reduce (K in, K out of 4000 bytes)
+  // and one relay all-gather (K in, K(K-1) out of 3000 bytes); in the hierarchical all-reduce rank 1
+  // sent its whole 4000 bytes to its leader, rank 0 (a ring would send 1000-byte chunks to rank 2).
+  CHECK(bytes_of(recorder, EventKind::recv, k) == doctest::Approx(k * 4000.0 + k * gather_bytes));
+  CHECK(bytes_of(recorder, EventKind::send, k) == doctest::Approx(k * 4000.0 + k * (k - 1) * gather_bytes));
+  CHECK(bytes_of(recorder, EventKind::send, 1, 0) == doctest::Approx(4000.0 + gather_bytes));  // + the mesh's
+  // Rank 1 sent to rank 2: 2(K-1) ring chunks of 1000 bytes, one mesh payload, K-1 ring all-gather payloads.
+  CHECK(bytes_of(recorder, EventKind::send, 1, 2) == doctest::Approx(6 * 1000.0 + gather_bytes + 3 * gather_bytes));
 }

@@ -3,6 +3,8 @@
 
 #include <simgrid/s4u.hpp>
 
+#include <stdexcept>
+
 #include "sim/collectives.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -18,18 +20,58 @@ void SimTransport::compute(double flops, const std::function<void()>& work) {
   world_.recorder->event({rank_, EventKind::compute, start, now_s(), 0, -1});
 }
 
-std::pair<uint64_t, sg4::ActorPtr> SimTransport::start(std::vector<torch::Tensor> mine,
-                                                       std::function<void(const std::string&)> flows) {
+// The algorithms change only time and bytes: the numbers are mean_in_rank_order (all-reduce) or the
+// contributions themselves (all-gather) whichever flows carry them, so results are bit-identical
+// across the choices.
+CollectiveFlows SimTransport::all_reduce_flows(double bytes) const {
+  const int rank = rank_, world = world_size();
+  Recorder* recorder = world_.recorder;
+  switch (world_.collectives.all_reduce) {
+    case AllReduceAlgorithm::ring:
+      return {[=](const std::string& tag) { ring_all_reduce_flows(rank, world, tag, bytes, *recorder); }, {}};
+    case AllReduceAlgorithm::relay:
+      return {[=](const std::string& tag) { relay_all_reduce_flows(rank, world, tag, bytes, *recorder); },
+              [=](const std::string& tag) { relay_all_reduce_serve(world, tag, bytes, *recorder); }};
+    case AllReduceAlgorithm::hierarchical:
+      if (world_.sites.empty()) throw std::logic_error("SimTransport: hierarchical all-reduce needs SimWorld::sites");
+      return {[=, sites = world_.sites](const std::string& tag) {
+                hierarchical_all_reduce_flows(rank, sites, tag, bytes, *recorder);
+              },
+              {}};
+  }
+  throw std::logic_error("SimTransport: unknown all-reduce algorithm");
+}
+
+CollectiveFlows SimTransport::all_gather_flows(double bytes) const {
+  const int rank = rank_, world = world_size();
+  Recorder* recorder = world_.recorder;
+  switch (world_.collectives.all_gather) {
+    case AllGatherAlgorithm::mesh:
+      return {[=](const std::string& tag) { mesh_all_gather_flows(rank, world, tag, bytes, *recorder); }, {}};
+    case AllGatherAlgorithm::ring:
+      return {[=](const std::string& tag) { ring_all_gather_flows(rank, world, tag, bytes, *recorder); }, {}};
+    case AllGatherAlgorithm::relay:
+      return {[=](const std::string& tag) { relay_all_gather_flows(rank, world, tag, bytes, *recorder); },
+              [=](const std::string& tag) { relay_all_gather_serve(world, tag, bytes, *recorder); }};
+  }
+  throw std::logic_error("SimTransport: unknown all-gather algorithm");
+}
+
+std::pair<uint64_t, sg4::ActorPtr> SimTransport::start(std::vector<torch::Tensor> mine, CollectiveFlows flows) {
   const uint64_t seq = next_seq_++;
+  const std::string tag = "collective-" + std::to_string(seq);
   SimCollective& c = world_.in_flight[seq];
-  if (c.contributions.empty()) {
+  if (c.contributions.empty()) {  // the first rank to arrive: the relay must be listening from now on
     c.contributions.resize(world_size());
     c.readers_left = world_size();
+    if (flows.relay_side) {
+      if (!world_.relay) throw std::logic_error("SimTransport: a relay algorithm needs SimWorld::relay");
+      sg4::Actor::create(tag + "-relay", world_.relay, [serve = flows.relay_side, tag] { serve(tag); });
+    }
   }
   c.contributions[rank_] = std::move(mine);
-  const std::string tag = "collective-" + std::to_string(seq);
   sg4::ActorPtr actor = sg4::Actor::create(tag + "-" + std::to_string(rank_), world_.hosts[rank_],
-                                           [flows = std::move(flows), tag] { flows(tag); });
+                                           [side = std::move(flows.rank_side), tag] { side(tag); });
   return {seq, actor};
 }
 
@@ -46,12 +88,7 @@ void SimTransport::finish(uint64_t seq, const sg4::ActorPtr& flows, const std::f
 Pending SimTransport::all_reduce_mean(std::vector<torch::Tensor>& xs, Wire w) {
   std::vector<torch::Tensor> mine;
   for (const auto& x : xs) mine.push_back(through_wire(x.detach(), w.format));
-  const double bytes = wire_bytes(xs, w.format) * w.scale;
-  const int rank = rank_, world = world_size();
-  Recorder* recorder = world_.recorder;
-  auto [seq, flows] = start(std::move(mine), [=](const std::string& tag) {
-    ring_all_reduce_flows(rank, world, tag, bytes, *recorder);
-  });
+  auto [seq, flows] = start(std::move(mine), all_reduce_flows(wire_bytes(xs, w.format) * w.scale));
   return Pending([this, seq = seq, flows = flows, &xs, format = w.format] {
     finish(seq, flows, [&](SimCollective& c) {
       if (c.result.empty()) c.result = mean_in_rank_order(c.contributions, format);
@@ -64,11 +101,7 @@ Pending SimTransport::all_gather(const std::vector<torch::Tensor>& mine, double 
                                  std::vector<std::vector<torch::Tensor>>& out) {
   std::vector<torch::Tensor> copy;
   for (const auto& x : mine) copy.push_back(x.detach().clone());
-  const int rank = rank_, world = world_size();
-  Recorder* recorder = world_.recorder;
-  auto [seq, flows] = start(std::move(copy), [=](const std::string& tag) {
-    mesh_all_gather_flows(rank, world, tag, bytes, *recorder);
-  });
+  auto [seq, flows] = start(std::move(copy), all_gather_flows(bytes));
   return Pending([this, seq = seq, flows = flows, &out] {
     finish(seq, flows, [&](SimCollective& c) {
       out.assign(c.contributions.size(), {});

@@ -1,12 +1,14 @@
 // The simulator's Transport: real numerics, SimGrid time. Each collective runs its flows in a
 // helper actor on the worker's host, so it proceeds while the worker computes; wait() joins it.
 #pragma once
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "algorithms/recorder.hpp"
 #include "algorithms/transport.hpp"
+#include "config/platform.hpp"
 #include <simgrid/forward.h>
 
 namespace locosim {
@@ -22,7 +24,16 @@ struct SimCollective {
 struct SimWorld {
   std::vector<simgrid::s4u::Host*> hosts;  // by rank
   Recorder* recorder = nullptr;
+  CollectiveChoice collectives;            // how collectives travel (the scenario's `network:`)
+  simgrid::s4u::Host* relay = nullptr;     // REQUIRED by the relay algorithms
+  std::vector<std::vector<int>> sites;     // ranks by site (site_groups): REQUIRED by hierarchical
   std::map<uint64_t, SimCollective> in_flight;  // by sequence number, the same on every rank
+};
+
+// One collective's flows: this rank's side, and the relay's side for relayed algorithms (else empty).
+struct CollectiveFlows {
+  std::function<void(const std::string& tag)> rank_side;
+  std::function<void(const std::string& tag)> relay_side;
 };
 
 class SimTransport : public Transport {
@@ -38,10 +49,14 @@ class SimTransport : public Transport {
                      std::vector<std::vector<torch::Tensor>>& out) override;
 
  private:
-  // Deposits this rank's contribution to the next collective and starts `flows` (this rank's
-  // point-to-point transfers) in a helper actor; returns the sequence number and the actor.
-  std::pair<uint64_t, simgrid::s4u::ActorPtr> start(std::vector<torch::Tensor> mine,
-                                                    std::function<void(const std::string& tag)> flows);
+  // The flows of the chosen algorithm for a payload of `bytes` per rank: the one place that reads
+  // world_.collectives.
+  CollectiveFlows all_reduce_flows(double bytes) const;
+  CollectiveFlows all_gather_flows(double bytes) const;
+  // Deposits this rank's contribution to the next collective and starts its side of `flows` in a
+  // helper actor on this rank's host (the first rank to arrive also starts the relay's side on the
+  // relay host); returns the sequence number and the helper actor.
+  std::pair<uint64_t, simgrid::s4u::ActorPtr> start(std::vector<torch::Tensor> mine, CollectiveFlows flows);
   // Joins the helper actor (recording the wait), lets `read` take the result, frees the slot.
   void finish(uint64_t seq, const simgrid::s4u::ActorPtr& flows, const std::function<void(SimCollective&)>& read);
 

@@ -53,6 +53,9 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   SimWorld world;
   world.hosts = platform.hosts;
   world.recorder = &recorder;
+  world.collectives = scenario.network;
+  world.relay = platform.relay;
+  world.sites = site_groups(scenario.platform);
   const int world_size = scenario.world_size();
   std::vector<Worker> workers(world_size);
   for (int rank = 0; rank < world_size; ++rank) {
