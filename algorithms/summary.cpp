@@ -66,6 +66,16 @@ std::optional<double> optional_from(const nlohmann::json& j) {
 
 }  // namespace
 
+std::string params_fingerprint(const std::vector<torch::Tensor>& params) {
+  uint64_t hash = 1469598103934665603ULL;
+  for (const auto& p : params) {
+    torch::Tensor t = p.detach().contiguous().cpu();
+    const auto* bytes = static_cast<const uint8_t*>(t.data_ptr());
+    for (size_t i = 0; i < t.nbytes(); ++i) hash = (hash ^ bytes[i]) * 1099511628211ULL;
+  }
+  return fmt::format("{:016x}", hash);
+}
+
 void write_summary_json(const RunSummary& s, const std::string& path) {
   nlohmann::json j = {{"label", s.label},
                       {"policy", s.policy},
@@ -79,7 +89,8 @@ void write_summary_json(const RunSummary& s, const std::string& path) {
                       {"final_train_loss", s.final_train_loss},
                       {"final_eval_loss", s.final_eval_loss},
                       {"target_loss", optional_json(s.target_loss)},
-                      {"time_to_target_s", optional_json(s.time_to_target_s)}};
+                      {"time_to_target_s", optional_json(s.time_to_target_s)},
+                      {"params_fingerprint", s.params_fingerprint}};
   std::ofstream out(path);
   if (!out) throw std::runtime_error(path + ": cannot be written");
   out << j.dump(2) << "\n";
@@ -104,6 +115,7 @@ RunSummary read_summary_json(const std::string& path) {
     s.final_eval_loss = j.at("final_eval_loss");
     s.target_loss = optional_from(j.at("target_loss"));
     s.time_to_target_s = optional_from(j.at("time_to_target_s"));
+    s.params_fingerprint = j.value("params_fingerprint", "");
     return s;
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(path + ": not a locosim summary: " + e.what());

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <torch/types.h>
+
 #include "algorithms/recorder.hpp"
 
 namespace locosim {
@@ -23,7 +25,12 @@ struct RunSummary {
   double final_eval_loss = 0;         // mean over workers of the evaluation after the last step
   std::optional<double> target_loss;
   std::optional<double> time_to_target_s;  // first evaluation whose mean over workers reaches target_loss
+  std::string params_fingerprint;     // of worker 0's final parameters: equal runs give equal prints
 };
+
+// FNV-1a (64 bit, hex) over the bytes of the tensors: a cheap check that two runs ended on the same
+// parameters, bit for bit.
+std::string params_fingerprint(const std::vector<torch::Tensor>& params);
 
 RunSummary summarize(const Recorder& recorder, int workers, std::optional<double> target_loss);
 

@@ -11,8 +11,8 @@ struct CliResult {
   std::string err;
 };
 
-// Runs `$LOCOSIM_BIN/locosim <args>` with `cwd` as the working directory.
-CliResult run_locosim(const std::string& args, const std::string& cwd);
+// Runs `$LOCOSIM_BIN/<program> <args>` with `cwd` as the working directory.
+CliResult run_locosim(const std::string& args, const std::string& cwd, const std::string& program = "locosim");
 
 // A fresh, empty folder under the system temp folder, named after `name`.
 std::string scratch_dir(const std::string& name);

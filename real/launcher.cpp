@@ -1,0 +1,95 @@
+// spawn_local_ranks: fork + exec per rank, then wait and report.
+#include "real/launcher.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+#include <thread>
+
+namespace locosim {
+namespace {
+
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    throw std::runtime_error("cannot find a free port on 127.0.0.1");
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string describe(int status) {
+  if (WIFSIGNALED(status)) return "was killed by signal " + std::to_string(WTERMSIG(status));
+  return "exited with code " + std::to_string(WEXITSTATUS(status));
+}
+
+}  // namespace
+
+int spawn_local_ranks(int n, const std::string& program, const std::vector<std::string>& args, int grace_s) {
+  const std::string port = std::to_string(free_port());
+  std::map<pid_t, int> rank_of;
+  std::fflush(stdout);
+  std::fflush(stderr);
+  for (int rank = 0; rank < n; ++rank) {
+    pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error("cannot fork rank " + std::to_string(rank));
+    if (pid == 0) {
+      setenv("RANK", std::to_string(rank).c_str(), 1);
+      setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+      setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
+      setenv("MASTER_ADDR", "127.0.0.1", 1);
+      setenv("MASTER_PORT", port.c_str(), 1);
+      std::vector<char*> argv = {const_cast<char*>(program.c_str())};
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(program.c_str(), argv.data());
+      std::perror("locosim-real: exec");
+      std::_Exit(127);
+    }
+    rank_of[pid] = rank;
+  }
+
+  int failures = 0;
+  std::chrono::steady_clock::time_point deadline;
+  while (!rank_of.empty()) {
+    int status = 0;
+    pid_t pid = failures ? waitpid(-1, &status, WNOHANG) : waitpid(-1, &status, 0);
+    if (pid == 0) {  // a rank failed earlier: the others have until the deadline
+      if (std::chrono::steady_clock::now() > deadline) {
+        for (const auto& [p, rank] : rank_of) {
+          std::fprintf(stderr, "locosim-real: rank %d did not stop %d s after a failure; killing it\n", rank, grace_s);
+          kill(p, SIGKILL);
+        }
+        grace_s = 0;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
+    if (pid < 0) break;
+    auto it = rank_of.find(pid);
+    if (it == rank_of.end()) continue;
+    const int rank = it->second;
+    rank_of.erase(it);
+    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+      std::fprintf(stderr, "locosim-real: rank %d %s\n", rank, describe(status).c_str());
+      if (failures++ == 0) deadline = std::chrono::steady_clock::now() + std::chrono::seconds(grace_s);
+    }
+  }
+  return failures ? 1 : 0;
+}
+
+}  // namespace locosim

@@ -1,0 +1,14 @@
+// A local launcher: starts N ranks of `locosim-real` on this machine (torchrun's environment
+// variables, a free port on 127.0.0.1) and reports which rank failed, if any.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace locosim {
+
+// Runs `program args...` N times with RANK=0..N-1, WORLD_SIZE=N, LOCAL_RANK, MASTER_ADDR=127.0.0.1
+// and a free MASTER_PORT. When a rank fails, the others get `grace_s` to fail on their own (they name
+// the lost rank), then are killed. Returns 0 when every rank succeeded, else 1.
+int spawn_local_ranks(int n, const std::string& program, const std::vector<std::string>& args, int grace_s);
+
+}  // namespace locosim

@@ -1,0 +1,85 @@
+// locosim-real: run a scenario's policy on real machines, with the simulator's algorithm code.
+//   RANK=0 WORLD_SIZE=4 MASTER_ADDR=host MASTER_PORT=29500 locosim-real scenario.yaml --policy diloco
+//   locosim-real scenario.yaml --policy diloco --spawn 4        # N ranks on this machine
+// Exit codes: 0 done, 1 a rank failed (the message names the rank and the step), 2 bad input.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "config/error.hpp"
+#include "real/launcher.hpp"
+#include "real/rank.hpp"
+
+using namespace locosim;
+
+namespace {
+
+constexpr int kBadInput = 2;
+
+const PolicySpec& choose_policy(const Scenario& scenario, const std::string& label) {
+  if (label.empty() && scenario.policies.size() == 1) return scenario.policies[0];
+  std::string labels;
+  for (const auto& p : scenario.policies) {
+    if (p.label == label) return p;
+    labels += (labels.empty() ? "" : ", ") + p.label;
+  }
+  throw std::invalid_argument(label.empty() ? "--policy is required: the scenario has several (" + labels + ")"
+                                            : "--policy " + label + ": not in the scenario (" + labels + ")");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"locosim-real: one policy of a scenario on a real cluster (torch c10d: Gloo on CPU)"};
+  std::string file, label, reduce = "exact";
+  RealOptions options;
+  int spawn = 0;
+  app.add_option("scenario", file, "scenario YAML file")->required();
+  app.add_option("-p,--policy", label, "label of the policy to run (required if the scenario has several)");
+  app.add_option("-o,--output", options.output_root, "folder for run folders (default: runs-real)");
+  app.add_option("--reduce", reduce, "exact: the simulator's numerics bit for bit; native: the backend's all-reduce")
+      ->check(CLI::IsMember({"exact", "native"}));
+  app.add_option("--timeout", options.timeout_s, "seconds before a collective or the rendezvous fails (default 60)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--spawn", spawn, "start N ranks on this machine")->check(CLI::PositiveNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : kBadInput;
+  }
+  options.reduce = reduce == "exact" ? ReduceMode::exact : ReduceMode::native;
+
+  try {
+    Scenario scenario = load_scenario(file);
+    const PolicySpec& policy = choose_policy(scenario, label);
+    if (spawn > 0) {
+      if (spawn != scenario.world_size()) {
+        throw std::invalid_argument("--spawn " + std::to_string(spawn) + ": the scenario's platform has " +
+                                    std::to_string(scenario.world_size()) + " worker hosts");
+      }
+      std::vector<std::string> args = {file, "--policy", policy.label, "--output", options.output_root,
+                                       "--reduce", reduce, "--timeout", std::to_string(options.timeout_s)};
+      int code = spawn_local_ranks(spawn, "/proc/self/exe", args, options.timeout_s + 5);
+      if (code == 0) std::printf("run folder: %s/%s/%s\n", options.output_root.c_str(), scenario.name.c_str(),
+                                 policy.label.c_str());
+      return code;
+    }
+    RankEnv env = RankEnv::from_environment();
+    if (env.world_size != scenario.world_size()) {
+      throw std::invalid_argument("WORLD_SIZE is " + std::to_string(env.world_size) + " but the scenario's platform has " +
+                                  std::to_string(scenario.world_size()) + " worker hosts");
+    }
+    run_rank(scenario, policy, env, options);
+    return 0;
+  } catch (const ConfigError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return kBadInput;
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return kBadInput;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "locosim-real: %s\n", e.what());
+    return 1;
+  }
+}
