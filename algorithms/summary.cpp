@@ -18,6 +18,7 @@ RunSummary summarize(const Recorder& recorder, int workers, std::optional<double
   s.target_loss = target_loss;
   std::vector<double> compute_s(workers, 0), end_s(workers, 0);
   for (const auto& e : recorder.events()) {
+    if (e.worker >= workers) continue;  // a relay host's own flows (recorded as worker K) are not a worker's
     if (e.kind == EventKind::compute) compute_s[e.worker] += e.end_s - e.start_s;
     if (e.kind == EventKind::send) s.sent_bytes_per_worker += e.bytes / workers;
     if (e.kind == EventKind::recv) s.recv_bytes_per_worker += e.bytes / workers;
