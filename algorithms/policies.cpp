@@ -6,7 +6,7 @@
 namespace locosim {
 
 const std::vector<std::string>& policy_names() {
-  static const std::vector<std::string> names = {"ddp", "diloco", "demo"};
+  static const std::vector<std::string> names = {"ddp", "diloco", "demo", "streaming_diloco", "co2", "fedavg"};
   return names;
 }
 
@@ -17,6 +17,9 @@ PolicySpec parse_policy(Section& s) {
   if (spec.name == "ddp") spec.config = DdpConfig::parse(s);
   if (spec.name == "diloco") spec.config = DiLoCoConfig::parse(s);
   if (spec.name == "demo") spec.config = DemoConfig::parse(s);
+  if (spec.name == "streaming_diloco") spec.config = StreamingDiLoCoConfig::parse(s);
+  if (spec.name == "co2") spec.config = Co2Config::parse(s);
+  if (spec.name == "fedavg") spec.config = FedAvgConfig::parse(s);
   s.finish();
   return spec;
 }
@@ -24,6 +27,9 @@ PolicySpec parse_policy(Section& s) {
 std::unique_ptr<Policy> make_policy(const PolicySpec& spec, PolicyContext ctx) {
   if (auto* c = std::get_if<DdpConfig>(&spec.config)) return make_ddp(*c, std::move(ctx));
   if (auto* c = std::get_if<DemoConfig>(&spec.config)) return make_demo(*c, std::move(ctx));
+  if (auto* c = std::get_if<StreamingDiLoCoConfig>(&spec.config)) return make_streaming_diloco(*c, std::move(ctx));
+  if (auto* c = std::get_if<Co2Config>(&spec.config)) return make_co2(*c, std::move(ctx));
+  if (auto* c = std::get_if<FedAvgConfig>(&spec.config)) return make_fedavg(*c, std::move(ctx));
   return make_diloco(std::get<DiLoCoConfig>(spec.config), std::move(ctx));
 }
 

@@ -7,15 +7,18 @@
 #include <variant>
 #include <vector>
 
+#include "algorithms/co2.hpp"
 #include "algorithms/ddp.hpp"
 #include "algorithms/demo.hpp"
 #include "algorithms/diloco.hpp"
+#include "algorithms/fedavg.hpp"
+#include "algorithms/streaming_diloco.hpp"
 
 namespace locosim {
 
 class Section;
 
-using PolicyConfig = std::variant<DdpConfig, DiLoCoConfig, DemoConfig>;
+using PolicyConfig = std::variant<DdpConfig, DiLoCoConfig, DemoConfig, StreamingDiLoCoConfig, Co2Config, FedAvgConfig>;
 
 struct PolicySpec {
   std::string name;    // the policy ("diloco")

@@ -1,0 +1,116 @@
+// CO2, Sun et al. 2024 (arXiv 2401.16265), Algorithm 1; defaults and the outer rule as in the
+// released code (weigao266/fairscale-CO2, co2.py: outer_frequency 48, outer_lr 1, outer_momentum 0.5,
+// co2_gap_penalty 1, clip threshold 1).
+//
+// With s inner steps done and t = s/τ the period that just ended:
+//   every step:        θ_i ← InnerOpt(θ_i, ∇L_i)
+//   s ≡ 0 (mod τ):     Δ_i^t ← θ − θ_i                 this period's outer gradient (θ: the anchor it started from)
+//                      start the all-reduce of Δ_i^t   it runs while the next τ steps compute
+//                      Δ̄ ← mean_i Δ_i^(t−delay)         wait for the previous period's (delay 1), this one's (delay 0)
+//                      m ← β·m + Δ̄/λ;  m ← clamp(m, −φ, φ);  θ ← θ − α·m
+//                      θ_i ← θ                          the next period starts from the (stale) anchor
+// Every period's Δ is applied exactly once, one period late. The code averages the parameters;
+// here the outer gradient travels instead (θ is identical everywhere, so mean(θ − θ_i) = θ − mean θ_i
+// in exact arithmetic): a lossy wire then rounds the update, not the weights, and delay 0 is exactly
+// DiLoCo with heavy-ball momentum. The code's clamp is a no-op (its result is dropped); here it clamps.
+// Wire per worker per period: 2(K-1)/K · P · b bytes each way, hidden behind τ steps of compute.
+#include "algorithms/co2.hpp"
+
+#include <torch/utils.h>
+
+#include "config/section.hpp"
+
+namespace locosim {
+
+Co2Config Co2Config::parse(Section& s) {
+  Co2Config c;
+  c.inner_steps = s.integer("inner_steps", c.inner_steps, Range::at_least(1));
+  c.outer_lr = s.number("outer_lr", c.outer_lr, Range::positive());
+  c.outer_momentum = s.number("outer_momentum", c.outer_momentum, Range::closed_open(0, 1));
+  c.penalty = s.choice("penalty", {"gap", "none"}, "gap") == "gap" ? Co2Penalty::gap : Co2Penalty::none;
+  if (c.penalty == Co2Penalty::gap) c.gap_penalty = s.number("gap_penalty", c.gap_penalty, Range::positive());
+  c.momentum_clip = s.number("momentum_clip", c.momentum_clip, Range::non_negative());
+  c.delay = s.integer("delay", c.delay, Range::closed(0, 1));
+  c.wire = wire_format_from_name(s.choice("wire", wire_format_names(), wire_format_name(c.wire)));
+  return c;
+}
+
+void co2_outer_step(const Co2Config& cfg, std::vector<torch::Tensor>& anchor, std::vector<torch::Tensor>& momentum,
+                    const std::vector<torch::Tensor>& delta_mean) {
+  for (size_t i = 0; i < anchor.size(); ++i) {
+    torch::Tensor m = momentum[i].detach();
+    m.mul_(cfg.outer_momentum);
+    if (cfg.penalty == Co2Penalty::gap) {
+      m.add_(delta_mean[i].detach() / cfg.gap_penalty);
+    } else {
+      m.add_(delta_mean[i].detach());
+    }
+    if (cfg.momentum_clip > 0) m.clamp_(-cfg.momentum_clip, cfg.momentum_clip);
+    anchor[i].detach().add_(m, -cfg.outer_lr);
+  }
+}
+
+namespace {
+
+class Co2 : public Policy {
+ public:
+  Co2(const Co2Config& cfg, PolicyContext ctx)
+      : cfg_(cfg), ctx_(std::move(ctx)), inner_(make_optimizer(ctx_.params, ctx_.optimizer)) {
+    for (const auto& p : ctx_.params) {
+      anchor_.push_back(p.detach().clone());
+      momentum_.push_back(torch::zeros_like(p.detach()));
+    }
+  }
+
+  void step(int64_t step) override {
+    optimizer_step(*inner_, ctx_.params, ctx_.optimizer, step, ctx_.total_steps);
+    if ((step + 1) % cfg_.inner_steps != 0) return;
+    auto round = std::make_unique<Round>();
+    for (size_t i = 0; i < anchor_.size(); ++i) round->delta.push_back(anchor_[i] - ctx_.params[i].detach());
+    round->pending = ctx_.transport->all_reduce_mean(round->delta, Wire{cfg_.wire, ctx_.wire_scale});
+    if (cfg_.delay == 0) {
+      apply(*round);
+    } else if (previous_) {
+      apply(*previous_);
+    }
+    if (cfg_.delay == 1) previous_ = std::move(round);
+    for (size_t i = 0; i < anchor_.size(); ++i) ctx_.params[i].detach().copy_(anchor_[i]);
+  }
+
+  // The last period's all-reduce is still in flight: apply it, and move the local parameters by the
+  // same step so that steps after the last period's end (if any) are kept.
+  void finish() override {
+    if (!previous_) return;
+    std::vector<torch::Tensor> before;
+    for (const auto& a : anchor_) before.push_back(a.clone());
+    apply(*previous_);
+    previous_.reset();
+    for (size_t i = 0; i < anchor_.size(); ++i) ctx_.params[i].detach().add_(anchor_[i] - before[i]);
+  }
+
+ private:
+  struct Round {
+    std::vector<torch::Tensor> delta;  // Δ_i, averaged in place by the wait; the Pending refers to it
+    Pending pending;
+  };
+
+  void apply(Round& round) {
+    round.pending.wait();
+    co2_outer_step(cfg_, anchor_, momentum_, round.delta);
+  }
+
+  Co2Config cfg_;
+  PolicyContext ctx_;
+  std::unique_ptr<torch::optim::Optimizer> inner_;
+  std::vector<torch::Tensor> anchor_;    // θ: outer parameters, identical on every worker
+  std::vector<torch::Tensor> momentum_;  // m
+  std::unique_ptr<Round> previous_;      // the all-reduce started at the end of the previous period
+};
+
+}  // namespace
+
+std::unique_ptr<Policy> make_co2(const Co2Config& cfg, PolicyContext ctx) {
+  return std::make_unique<Co2>(cfg, std::move(ctx));
+}
+
+}  // namespace locosim

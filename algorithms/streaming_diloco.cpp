@@ -1,0 +1,168 @@
+// Streaming DiLoCo, Douillard et al. 2025 (arXiv 2501.18512), with the schedule of torchft's
+// local_sgd.DiLoCo (sync_every = H, fragment_sync_delay = τ, fragment_update_alpha = α).
+//
+// The parameters are split into F fragments p. Fragment p is synchronised every H steps, at its own
+// offset o_p = p·H/F, so a sync happens every H/F steps and moves about P/F values (peak bandwidth
+// F× lower than DiLoCo's). With s inner steps done:
+//   every step:             θ_i ← InnerOpt(θ_i, ∇L_i)
+//   s ≡ o_p (mod H):        Δ_p,i ← θ_p − θ_p,i            outer gradient of fragment p, on the wire
+//                           start the all-reduce of Δ_p,i; keep training
+//   τ steps later:          Δ_p ← mean_i Δ_p,i               (wait)
+//                           θ_p ← OuterNesterov(θ_p, Δ_p)    (η, μ; fragment p's own momentum)
+//                           θ_p,i ← α·θ_p,i + (1−α)·θ_p      merge with the τ steps done meanwhile
+// With F=1, τ=0, α=0 this is DiLoCo. Wire per worker per sync: 2(K-1)/K · (P/F) · b, b = 4.5/8 for int4.
+#include "algorithms/streaming_diloco.hpp"
+
+#include <cstdio>
+#include <deque>
+#include <stdexcept>
+#include <string>
+
+#include "config/section.hpp"
+
+namespace locosim {
+
+StreamingDiLoCoConfig StreamingDiLoCoConfig::parse(Section& s) {
+  StreamingDiLoCoConfig c;
+  c.inner_steps = s.integer("inner_steps", c.inner_steps, Range::at_least(1));
+  c.fragments = s.integer("fragments", c.fragments, Range::at_least(1));
+  c.sync_delay = s.integer("sync_delay", c.sync_delay, Range::non_negative());
+  c.merge_alpha = s.number("merge_alpha", c.merge_alpha, Range::closed(0, 1));
+  c.outer_lr = s.number("outer_lr", c.outer_lr, Range::positive());
+  c.outer_momentum = s.number("outer_momentum", c.outer_momentum, Range::closed_open(0, 1));
+  c.nesterov = s.flag("nesterov", c.nesterov);
+  c.wire = wire_format_from_name(s.choice("wire", wire_format_names(), wire_format_name(c.wire)));
+  // torchft's constraints: one fragment in flight at a time, each synced once per H steps.
+  if (c.inner_steps % c.fragments != 0) {
+    s.fail("fragments", "must divide inner_steps (" + std::to_string(c.inner_steps) + "), got " +
+                            std::to_string(c.fragments));
+  }
+  const int64_t spacing = c.inner_steps / c.fragments;
+  if (c.sync_delay >= spacing) {
+    s.fail("sync_delay", "must be < inner_steps/fragments = " + std::to_string(spacing) +
+                             " (a fragment is applied before the next one starts), got " +
+                             std::to_string(c.sync_delay));
+  }
+  return c;
+}
+
+int64_t transformer_blocks(const std::vector<torch::Tensor>& params) {
+  const int64_t inner = static_cast<int64_t>(params.size()) - 2;  // without embedding and final norm
+  for (int64_t period = 1; inner > 0 && period <= inner; ++period) {
+    if (inner % period != 0) continue;
+    bool repeats = true;
+    for (int64_t i = period; i < inner && repeats; ++i) {
+      repeats = params[1 + i].sizes() == params[1 + i % period].sizes();
+    }
+    if (repeats) return inner / period;
+  }
+  throw std::invalid_argument("streaming_diloco: the parameters are not [embedding, equal blocks, final norm]");
+}
+
+std::vector<std::vector<size_t>> strided_fragments(const std::vector<torch::Tensor>& params, int64_t fragments) {
+  const int64_t blocks = transformer_blocks(params);
+  const size_t per_block = (params.size() - 2) / static_cast<size_t>(blocks);
+  std::vector<std::vector<size_t>> members(fragments);
+  members[0].push_back(0);  // the (tied) embedding
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (size_t j = 0; j < per_block; ++j) members[b % fragments].push_back(1 + b * per_block + j);
+  }
+  members[(blocks - 1) % fragments].push_back(params.size() - 1);  // the final norm
+  return members;
+}
+
+namespace {
+
+class StreamingDiLoCo : public Policy {
+ public:
+  StreamingDiLoCo(const StreamingDiLoCoConfig& cfg, PolicyContext ctx)
+      : cfg_(cfg), ctx_(std::move(ctx)), inner_(make_optimizer(ctx_.params, ctx_.optimizer)) {
+    int64_t f = cfg_.fragments;
+    const int64_t blocks = transformer_blocks(ctx_.params);
+    if (f > blocks) {
+      if (ctx_.transport->rank() == 0) {
+        std::fprintf(stderr, "streaming_diloco: fragments %lld > the model's %lld blocks: using fragments %lld\n",
+                     static_cast<long long>(f), static_cast<long long>(blocks), static_cast<long long>(blocks));
+      }
+      f = blocks;  // offsets stay ≥ H/F apart, so τ < H/F still holds
+    }
+    const bool nesterov = cfg_.nesterov && cfg_.outer_momentum > 0;
+    auto members = strided_fragments(ctx_.params, f);
+    for (int64_t p = 0; p < f; ++p) {
+      Fragment frag;
+      frag.index = members[p];
+      frag.offset = p * cfg_.inner_steps / f;
+      for (size_t i : frag.index) frag.global.push_back(ctx_.params[i].detach().clone().requires_grad_(true));
+      frag.outer = std::make_unique<torch::optim::SGD>(
+          frag.global,
+          torch::optim::SGDOptions(cfg_.outer_lr).momentum(cfg_.outer_momentum).nesterov(nesterov));
+      fragments_.push_back(std::move(frag));
+    }
+  }
+
+  void step(int64_t step) override {
+    optimizer_step(*inner_, ctx_.params, ctx_.optimizer, step, ctx_.total_steps);
+    const int64_t s = step + 1;  // inner steps done
+    for (size_t p = 0; p < fragments_.size(); ++p) {
+      if (s % cfg_.inner_steps == fragments_[p].offset) start_sync(p, s);
+    }
+    while (!in_flight_.empty() && in_flight_.front()->apply_at <= s) apply_oldest();
+  }
+
+  void finish() override {
+    while (!in_flight_.empty()) apply_oldest();
+  }
+
+ private:
+  struct Fragment {
+    std::vector<size_t> index;              // into ctx_.params
+    int64_t offset = 0;                     // o_p
+    std::vector<torch::Tensor> global;      // θ_p: outer parameters, identical on every worker
+    std::unique_ptr<torch::optim::SGD> outer;
+  };
+  struct Sync {
+    size_t fragment = 0;
+    int64_t apply_at = 0;                   // s at which Δ_p is waited on and applied
+    std::vector<torch::Tensor> delta;       // Δ_p,i, averaged in place by the wait; the Pending refers to it
+    Pending pending;
+  };
+
+  void start_sync(size_t p, int64_t s) {
+    auto sync = std::make_unique<Sync>();
+    sync->fragment = p;
+    sync->apply_at = s + cfg_.sync_delay;
+    const Fragment& frag = fragments_[p];
+    for (size_t k = 0; k < frag.index.size(); ++k) {
+      sync->delta.push_back(frag.global[k].detach() - ctx_.params[frag.index[k]].detach());
+    }
+    sync->pending = ctx_.transport->all_reduce_mean(sync->delta, Wire{cfg_.wire, ctx_.wire_scale});
+    in_flight_.push_back(std::move(sync));
+  }
+
+  void apply_oldest() {
+    std::unique_ptr<Sync> sync = std::move(in_flight_.front());
+    in_flight_.pop_front();
+    sync->pending.wait();
+    Fragment& frag = fragments_[sync->fragment];
+    for (size_t k = 0; k < frag.index.size(); ++k) frag.global[k].mutable_grad() = sync->delta[k];
+    frag.outer->step();
+    for (size_t k = 0; k < frag.index.size(); ++k) {
+      torch::Tensor local = ctx_.params[frag.index[k]].detach();
+      local.copy_(torch::lerp(frag.global[k].detach(), local, cfg_.merge_alpha));  // α·local + (1−α)·global
+    }
+  }
+
+  StreamingDiLoCoConfig cfg_;
+  PolicyContext ctx_;
+  std::unique_ptr<torch::optim::Optimizer> inner_;
+  std::vector<Fragment> fragments_;
+  std::deque<std::unique_ptr<Sync>> in_flight_;  // in start order; every worker starts them in the same order
+};
+
+}  // namespace
+
+std::unique_ptr<Policy> make_streaming_diloco(const StreamingDiLoCoConfig& cfg, PolicyContext ctx) {
+  return std::make_unique<StreamingDiLoCo>(cfg, std::move(ctx));
+}
+
+}  // namespace locosim
