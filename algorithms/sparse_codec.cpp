@@ -76,12 +76,6 @@ torch::Tensor pack_bits(const torch::Tensor& bits) {
   return (padded.view({-1, 8}) * weights).sum(1).to(torch::kByte);
 }
 
-torch::Tensor unpack_bits(const torch::Tensor& bytes, int64_t n) {
-  torch::Tensor weights = torch::tensor({1, 2, 4, 8, 16, 32, 64, 128}, torch::kLong);
-  torch::Tensor bits = torch::bitwise_and(bytes.to(torch::kLong).unsqueeze(1), weights).ne(0);
-  return bits.reshape({-1}).slice(0, 0, n);
-}
-
 }  // namespace
 
 SparsePayload SparseCodec::encode(const torch::Tensor& coefficients) const {
@@ -111,39 +105,53 @@ SparsePayload SparseCodec::encode(const torch::Tensor& coefficients) const {
   return p;
 }
 
-torch::Tensor SparseCodec::positions(const SparsePayload& payload) const {
-  if (whole()) return torch::arange(chunk_numel_, torch::kLong).expand({chunks_, chunk_numel_}).contiguous();
-  torch::Tensor bytes = payload.indices.view({chunks_, k_, index_bytes_}).to(torch::kLong);
-  torch::Tensor pos = torch::zeros({chunks_, k_}, torch::kLong);
-  for (int j = 0; j < index_bytes_; ++j) pos.add_(bytes.select(2, j).bitwise_left_shift(8 * j));
+torch::Tensor SparseCodec::positions(const std::vector<SparsePayload>& by_rank) const {
+  const int64_t world = static_cast<int64_t>(by_rank.size());
+  if (whole()) return torch::arange(chunk_numel_, torch::kLong).expand({world, chunks_, chunk_numel_}).contiguous();
+  std::vector<torch::Tensor> indices;
+  for (const auto& p : by_rank) indices.push_back(p.indices);
+  torch::Tensor bytes = torch::stack(indices).view({world, chunks_, k_, index_bytes_}).to(torch::kLong);
+  torch::Tensor pos = bytes.select(3, 0).clone();
+  for (int j = 1; j < index_bytes_; ++j) pos.add_(bytes.select(3, j).bitwise_left_shift(8 * j));
   return pos;
 }
 
-torch::Tensor SparseCodec::values_fp32(const SparsePayload& payload) const {
-  if (values_ != SparseValues::sign) return payload.values.to(torch::kFloat32).reshape({chunks_, k_});
-  torch::Tensor negative = unpack_bits(payload.values, chunks_ * k_).reshape({chunks_, k_});
-  // ±scale: 1 − 2·bit, times the tensor's one scale.
-  return (1.0 - 2.0 * negative.to(torch::kFloat32)) * payload.scale;
+torch::Tensor SparseCodec::values_fp32(const std::vector<SparsePayload>& by_rank) const {
+  const int64_t world = static_cast<int64_t>(by_rank.size());
+  std::vector<torch::Tensor> values, scales;
+  for (const auto& p : by_rank) {
+    values.push_back(p.values);
+    scales.push_back(p.scale);
+  }
+  if (values_ != SparseValues::sign) return torch::stack(values).to(torch::kFloat32).view({world, chunks_, k_});
+  // Each rank's bits were packed on their own (padded to a whole byte): unpack per row, then trim.
+  torch::Tensor weights = torch::tensor({1, 2, 4, 8, 16, 32, 64, 128}, torch::kLong);
+  torch::Tensor bits = torch::bitwise_and(torch::stack(values).to(torch::kLong).unsqueeze(2), weights).ne(0);
+  torch::Tensor negative = bits.view({world, -1}).slice(1, 0, chunks_ * k_).reshape({world, chunks_, k_});
+  // ±scale: 1 − 2·bit, times each rank's one scale for the tensor.
+  return (1.0 - 2.0 * negative.to(torch::kFloat32)) * torch::stack(scales).view({world, 1, 1});
 }
 
 torch::Tensor SparseCodec::decode(const SparsePayload& payload) const {
   torch::NoGradGuard no_grad;
+  const std::vector<SparsePayload> one = {payload};
   torch::Tensor dense = torch::zeros({chunks_, chunk_numel_}, torch::kFloat32);
-  return dense.scatter_(1, positions(payload), values_fp32(payload));
+  return dense.scatter_(1, positions(one)[0], values_fp32(one)[0]);
 }
 
 torch::Tensor SparseCodec::mean_decode(const std::vector<SparsePayload>& by_rank) const {
   torch::NoGradGuard no_grad;
+  const int64_t world = static_cast<int64_t>(by_rank.size());
+  torch::Tensor pos = positions(by_rank);     // (K, chunks, k')
+  torch::Tensor values = values_fp32(by_rank);  // (K, chunks, k')
   torch::Tensor sum = torch::zeros({chunks_, chunk_numel_}, torch::kFloat32);
-  torch::Tensor count = torch::zeros({chunks_, chunk_numel_}, torch::kFloat32);
-  torch::Tensor ones = torch::ones({chunks_, k_}, torch::kFloat32);
   // One scatter_add per rank, in rank order: a position appears at most once per chunk in a payload,
   // so every element receives one addition per rank and the fp32 sum's order is the rank order.
-  for (const SparsePayload& p : by_rank) {
-    torch::Tensor pos = positions(p);
-    sum.scatter_add_(1, pos, values_fp32(p));
-    count.scatter_add_(1, pos, ones);
-  }
+  for (int64_t r = 0; r < world; ++r) sum.scatter_add_(1, pos[r], values[r]);
+  // Senders per coefficient: small integers, exact in fp32 in any order.
+  torch::Tensor count = torch::zeros({chunks_, chunk_numel_}, torch::kFloat32);
+  count.scatter_add_(1, pos.permute({1, 0, 2}).reshape({chunks_, world * k_}),
+                     torch::ones({chunks_, world * k_}, torch::kFloat32));
   return sum.div_(count.clamp_min(1));
 }
 

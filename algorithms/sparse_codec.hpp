@@ -67,8 +67,9 @@ class SparseCodec {
   torch::Tensor mean_decode(const std::vector<SparsePayload>& by_rank) const;
 
  private:
-  torch::Tensor positions(const SparsePayload& payload) const;  // kLong (chunks, k')
-  torch::Tensor values_fp32(const SparsePayload& payload) const;  // kFloat (chunks, k')
+  // Every payload's positions and values at once, stacked by rank: kLong and kFloat (K, chunks, k').
+  torch::Tensor positions(const std::vector<SparsePayload>& by_rank) const;
+  torch::Tensor values_fp32(const std::vector<SparsePayload>& by_rank) const;
 
   int64_t chunks_;
   int64_t chunk_numel_;
