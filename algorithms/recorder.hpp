@@ -2,6 +2,7 @@
 // written as the run folder's CSV files. Plain data: both backends fill it the same way.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -31,7 +32,10 @@ struct EventRow {
 
 class Recorder {
  public:
-  void metric(const MetricRow& row) { metrics_.push_back(row); }
+  void metric(const MetricRow& row) {
+    metrics_.push_back(row);
+    if (on_metric) on_metric(row);
+  }
   void event(const EventRow& row) { events_.push_back(row); }
 
   const std::vector<MetricRow>& metrics() const { return metrics_; }
@@ -40,6 +44,9 @@ class Recorder {
   // Rows sorted by (time, worker, ...) so that files do not depend on actor scheduling details.
   void write_metrics_csv(const std::string& path) const;
   void write_events_csv(const std::string& path) const;
+
+  // Called with each metric row as it is recorded (the CLI's progress line); may be left empty.
+  std::function<void(const MetricRow&)> on_metric;
 
  private:
   std::vector<MetricRow> metrics_;

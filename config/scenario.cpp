@@ -10,7 +10,15 @@
 //             optimizer: {name: adamw, lr: 1e-3, ...}}
 //   timing:  {params: 1.1e9, tokens_per_step: 524288}           # optional: price as a larger model
 //   runtime: {threads: 1}
+//   report:  {link_bucket: auto}                                # links.csv time bucket: auto (~200) or "10 s"
 //   policies: [ddp, {name: diloco, label: diloco-h50, inner_steps: 50}]
+//   sweep:                                # optional: run the scenario over a grid (sim/sweep.hpp)
+//     platform.hosts[*].uplink.bandwidth: [10 Mbps, 100 Mbps, 1000 Mbps]
+//     policies[diloco].inner_steps: [50, 500]
+// A sweep key is a dotted path into this file; [i] picks a list item by index, [*] every item, [x] the
+// policy entry labelled (or else named) x. A platform file is read into the scenario when a key under
+// platform. reaches into it. The grid is every combination (first key slowest); each point is checked
+// before anything runs and runs into runs/<name>/<point>/<policy>/, with one runs/<name>/summary.csv.
 #include "config/scenario.hpp"
 
 #include <cstdlib>
@@ -96,8 +104,7 @@ void check_data_fits(Section& top, const Scenario& s) {
 
 }  // namespace
 
-Scenario load_scenario(const std::string& path) {
-  Section top = Section::load_file(path);
+static Scenario read_scenario(Section& top, const std::string& path) {
   Scenario s;
   s.file = path;
   s.name = top.text("name", fs::path(path).stem().string());
@@ -124,6 +131,11 @@ Scenario load_scenario(const std::string& path) {
   Section runtime = top.child("runtime", /*optional=*/true);
   s.threads = static_cast<int>(runtime.integer("threads", 1, Range::closed(1, 256)));
   runtime.finish();
+  Section report = top.child("report", /*optional=*/true);
+  if (report.text("link_bucket", "auto") != "auto") {
+    s.link_bucket_s = report.quantity("link_bucket", Quantity::duration_s, std::nullopt, Range::positive());
+  }
+  report.finish();
 
   std::vector<Section> entries = top.list("policies", "name");
   if (entries.empty()) top.fail("policies", "must list at least one policy (e.g. [ddp, diloco])");
@@ -135,10 +147,21 @@ Scenario load_scenario(const std::string& path) {
     }
     s.policies.push_back(std::move(spec));
   }
+  if (top.has("sweep")) top.child("sweep");  // the grid is expanded before this (sim/sweep.cpp)
   top.finish();
   check_data_fits(top, s);
   s.resolved_yaml = top.resolved_yaml();
   return s;
+}
+
+Scenario load_scenario(const std::string& path) {
+  Section top = Section::load_file(path);
+  return read_scenario(top, path);
+}
+
+Scenario load_scenario_text(const std::string& yaml, const std::string& path) {
+  Section top = Section::load_string(yaml, path);
+  return read_scenario(top, path);
 }
 
 double flops_per_step(const Scenario& s, const TinyLlamaImpl& model) {

@@ -38,6 +38,7 @@ struct Scenario {
   TrainConfig train;
   TimingConfig timing;
   int threads = 1;                  // LibTorch intra-op threads (results depend on it: part of the scenario)
+  double link_bucket_s = 0;         // report.link_bucket: time bucket of links.csv; 0: automatic (~200 buckets)
   std::vector<PolicySpec> policies;
   std::string resolved_yaml;        // every setting with its default filled in
 
@@ -46,6 +47,9 @@ struct Scenario {
 
 // Reads and validates a scenario file. Throws ConfigError (file, line, dotted key, constraint).
 Scenario load_scenario(const std::string& path);
+// The same for YAML text that stands for the file `path` (relative paths resolve next to it): a grid
+// point of a `sweep:` (sim/sweep.hpp), whose positions in messages refer to `yaml`, not to the file.
+Scenario load_scenario_text(const std::string& yaml, const std::string& path);
 
 // Where the default corpus lives ($LOCOSIM_CACHE, else $XDG_CACHE_HOME/locosim, else ~/.cache/locosim).
 std::string default_corpus_path();

@@ -1,22 +1,37 @@
-// run_scenario: fork a child per policy, wait, rename the finished folders into place.
+// run_scenario and run_sweep: a pool of child processes, one per (point, policy), with progress
+// through pipes; then the summary files (sim/report.cpp reads them back).
 #include "sim/run.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <thread>
 
+#include "sim/progress.hpp"
 #include "sim/simulate.hpp"
 
 namespace locosim {
 namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
 
 namespace {
+
+// One policy of one scenario (or sweep point), to be simulated into `dir`.
+struct Task {
+  const Scenario* scenario = nullptr;
+  const PolicySpec* policy = nullptr;
+  fs::path dir;
+  std::string name;  // in progress lines: the label, or point/label
+};
 
 std::vector<const PolicySpec*> select(const Scenario& scenario, const std::vector<std::string>& only) {
   std::vector<const PolicySpec*> chosen;
@@ -31,15 +46,24 @@ std::vector<const PolicySpec*> select(const Scenario& scenario, const std::vecto
   return chosen;
 }
 
-// The child: simulate, write, and leave without running the parent's destructors.
-[[noreturn]] void child(const Scenario& scenario, const PolicySpec& policy, const std::string& dir) {
+// The child: simulate, write, report steps on `progress_fd` ("<step> <time_s>\n", at most 5 a second),
+// and leave without running the parent's destructors.
+[[noreturn]] void child(const Task& task, const std::string& dir, int progress_fd) {
   int code = 0;
   try {
-    std::ofstream(dir + "/resolved.yaml") << "# locosim run of policy '" << policy.label << "'\n"
-                                          << scenario.resolved_yaml;
-    simulate_policy(scenario, policy, dir);
+    std::ofstream(dir + "/resolved.yaml") << "# locosim run of policy '" << task.policy->label << "'\n"
+                                          << task.scenario->resolved_yaml;
+    const int64_t steps = task.scenario->train.steps;
+    Clock::time_point last = Clock::now() - std::chrono::seconds(1);
+    simulate_policy(*task.scenario, *task.policy, dir, [&](int64_t step, double time_s) {
+      if (step < steps && Clock::now() - last < std::chrono::milliseconds(200)) return;
+      last = Clock::now();
+      char line[64];
+      const int n = std::snprintf(line, sizeof line, "%lld %.9g\n", static_cast<long long>(step), time_s);
+      if (write(progress_fd, line, static_cast<size_t>(n)) < 0) return;  // the parent stopped listening: carry on
+    });
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "locosim: policy %s failed: %s\n", policy.label.c_str(), e.what());
+    std::fprintf(stderr, "locosim: policy %s failed: %s\n", task.policy->label.c_str(), e.what());
     code = 1;
   }
   std::fflush(stdout);
@@ -47,64 +71,190 @@ std::vector<const PolicySpec*> select(const Scenario& scenario, const std::vecto
   std::_Exit(code);
 }
 
-}  // namespace
+struct Running {
+  const Task* task = nullptr;
+  int fd = -1;             // the read end of the child's progress pipe; -1 once it hit end of file
+  std::string pending;     // a partial line
+  int64_t step = 0;
+  double sim_s = 0;
+  Clock::time_point started;
+};
 
-std::vector<RunSummary> run_scenario(const Scenario& scenario, const RunOptions& options) {
-  std::vector<const PolicySpec*> policies = select(scenario, options.only_labels);
-  const fs::path root = fs::path(options.output_root) / scenario.name;
-  fs::create_directories(root);
-  int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+// Reads what the child wrote; keeps the last complete report.
+void drain(Running& r) {
+  char buf[4096];
+  while (r.fd >= 0) {
+    ssize_t n = read(r.fd, buf, sizeof buf);
+    if (n <= 0) {
+      if (n == 0) close(r.fd), r.fd = -1;  // end of file: the child is gone
+      break;
+    }
+    r.pending.append(buf, static_cast<size_t>(n));
+  }
+  size_t end;
+  while ((end = r.pending.find('\n')) != std::string::npos) {
+    long long step = 0;
+    double sim_s = 0;
+    if (std::sscanf(r.pending.substr(0, end).c_str(), "%lld %lf", &step, &sim_s) == 2) r.step = step, r.sim_s = sim_s;
+    r.pending.erase(0, end + 1);
+  }
+}
 
-  std::map<pid_t, const PolicySpec*> running;
-  std::map<const PolicySpec*, std::chrono::steady_clock::time_point> started;
+// Runs the tasks, at most `jobs` at once; throws std::runtime_error naming the failed ones.
+void run_tasks(const std::vector<Task>& tasks, const RunOptions& options) {
+  const int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::string temp_suffix = ".tmp." + std::to_string(getpid());  // the parent's pid, also in the child
+  auto temp_dir = [&](const Task& t) { return t.dir.parent_path() / ("." + t.dir.filename().string() + temp_suffix); };
+  size_t name_width = 6;
+  for (const auto& t : tasks) name_width = std::max(name_width, t.name.size());
+
+  ProgressBoard board(stdout, options.live_progress);
+  std::map<pid_t, Running> running;
   std::vector<std::string> failures;
   size_t next = 0, done = 0;
-  const std::string temp_suffix = ".tmp." + std::to_string(getpid());  // the parent's pid, also in the child
-  auto temp_dir = [&](const PolicySpec* p) { return root / ("." + p->label + temp_suffix); };
-  while (done < policies.size()) {
-    while (next < policies.size() && static_cast<int>(running.size()) < jobs) {
-      const PolicySpec* p = policies[next++];
-      fs::remove_all(temp_dir(p));
-      fs::create_directories(temp_dir(p));
+  while (done < tasks.size()) {
+    while (next < tasks.size() && static_cast<int>(running.size()) < jobs) {
+      const Task& t = tasks[next++];
+      fs::remove_all(temp_dir(t));
+      fs::create_directories(temp_dir(t));
+      int fds[2];
+      if (pipe(fds) != 0) throw std::runtime_error("cannot create a pipe for policy " + t.name);
       std::fflush(stdout);
       std::fflush(stderr);
       pid_t pid = fork();
-      if (pid < 0) throw std::runtime_error("cannot fork a process for policy " + p->label);
-      if (pid == 0) child(scenario, *p, temp_dir(p).string());
-      running[pid] = p;
-      started[p] = std::chrono::steady_clock::now();
+      if (pid < 0) throw std::runtime_error("cannot fork a process for policy " + t.name);
+      if (pid == 0) {
+        close(fds[0]);
+        child(t, temp_dir(t).string(), fds[1]);
+      }
+      close(fds[1]);
+      fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+      Running r;
+      r.task = &t;
+      r.fd = fds[0];
+      r.started = Clock::now();
+      running[pid] = std::move(r);
     }
-    int status = 0;
-    pid_t pid = waitpid(-1, &status, 0);
-    if (pid < 0 || !running.count(pid)) continue;
-    const PolicySpec* p = running[pid];
-    running.erase(pid);
-    ++done;
-    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started[p]).count();
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-      fs::remove_all(root / p->label);
-      fs::rename(temp_dir(p), root / p->label);
-      std::printf("[%zu/%zu] %s simulated in %.1f s -> %s\n", done, policies.size(), p->label.c_str(), elapsed,
-                  (root / p->label).c_str());
-    } else {
-      fs::remove_all(temp_dir(p));
-      failures.push_back(p->label + (WIFSIGNALED(status) ? " (killed by signal " + std::to_string(WTERMSIG(status)) + ")"
+
+    std::vector<pollfd> fds;
+    for (const auto& [pid, r] : running) {
+      if (r.fd >= 0) fds.push_back({r.fd, POLLIN, 0});
+    }
+    poll(fds.data(), fds.size(), 200);  // also the pause between checks when no pipe is open
+    for (auto it = running.begin(); it != running.end();) {
+      Running& r = it->second;
+      drain(r);
+      int status = 0;
+      if (waitpid(it->first, &status, WNOHANG) != it->first) {
+        ++it;
+        continue;
+      }
+      if (r.fd >= 0) close(r.fd);
+      const Task& t = *r.task;
+      ++done;
+      const double elapsed = std::chrono::duration<double>(Clock::now() - r.started).count();
+      if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        fs::remove_all(t.dir);
+        fs::rename(temp_dir(t), t.dir);
+        char line[1024];
+        std::snprintf(line, sizeof line, "[%zu/%zu] %s simulated in %.1f s -> %s", done, tasks.size(), t.name.c_str(),
+                      elapsed, t.dir.c_str());
+        board.print(line);
+      } else {
+        fs::remove_all(temp_dir(t));
+        failures.push_back(t.name + (WIFSIGNALED(status) ? " (killed by signal " + std::to_string(WTERMSIG(status)) + ")"
                                                          : " (exit " + std::to_string(WEXITSTATUS(status)) + ")"));
+      }
+      it = running.erase(it);
     }
-    std::fflush(stdout);
+    std::vector<std::string> lines;
+    for (const auto& [pid, r] : running) {
+      const double elapsed = std::chrono::duration<double>(Clock::now() - r.started).count();
+      lines.push_back(progress_line(r.task->name, r.step, r.task->scenario->train.steps, r.sim_s, elapsed, name_width));
+    }
+    board.draw(lines);
   }
+  board.clear();
   if (!failures.empty()) {
     std::string list;
     for (const auto& f : failures) list += (list.empty() ? "" : ", ") + f;
     throw std::runtime_error("policies failed: " + list);
   }
+}
 
-  std::vector<RunSummary> summaries;
-  for (const PolicySpec* p : policies) summaries.push_back(read_summary_json((root / p->label / "summary.json").string()));
-  const fs::path csv_tmp = root / ".summary.csv.tmp";
-  write_summary_csv(summaries, csv_tmp.string());
-  fs::rename(csv_tmp, root / "summary.csv");
-  return summaries;
+std::vector<RunSummary> read_summaries(const std::vector<Task>& tasks) {
+  std::vector<RunSummary> rows;
+  for (const Task& t : tasks) rows.push_back(read_summary_json((t.dir / "summary.json").string()));
+  return rows;
+}
+
+// Writes through a temporary file renamed into place.
+void write_summaries(const std::vector<RunSummary>& rows, const fs::path& path) {
+  const fs::path tmp = path.parent_path() / ("." + path.filename().string() + ".tmp");
+  write_summary_csv(rows, tmp.string());
+  fs::rename(tmp, path);
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string quoted = "\"";
+  for (char c : s) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+}  // namespace
+
+std::vector<RunSummary> run_scenario(const Scenario& scenario, const RunOptions& options) {
+  const fs::path root = fs::path(options.output_root) / scenario.name;
+  std::vector<Task> tasks;
+  for (const PolicySpec* p : select(scenario, options.only_labels)) tasks.push_back({&scenario, p, root / p->label, p->label});
+  fs::create_directories(root);
+  run_tasks(tasks, options);
+  std::vector<RunSummary> rows = read_summaries(tasks);
+  write_summaries(rows, root / "summary.csv");
+  return rows;
+}
+
+std::vector<std::vector<RunSummary>> run_sweep(const Sweep& sweep, const RunOptions& options) {
+  if (sweep.points.empty()) return {};
+  const fs::path root = fs::path(options.output_root) / sweep.points.front().scenario.name;
+  std::vector<std::vector<Task>> per_point;
+  std::vector<Task> tasks;
+  for (const SweepPoint& point : sweep.points) {
+    per_point.emplace_back();
+    for (const PolicySpec* p : select(point.scenario, options.only_labels)) {
+      per_point.back().push_back({&point.scenario, p, root / point.name / p->label, point.name + "/" + p->label});
+      tasks.push_back(per_point.back().back());
+    }
+    fs::create_directories(root / point.name);
+  }
+  run_tasks(tasks, options);
+
+  std::vector<std::vector<RunSummary>> results;
+  std::ostringstream grid;
+  for (size_t i = 0; i < sweep.points.size(); ++i) {
+    const SweepPoint& point = sweep.points[i];
+    results.push_back(read_summaries(per_point[i]));
+    const fs::path csv = root / point.name / "summary.csv";
+    write_summaries(results.back(), csv);
+    std::ifstream in(csv);
+    std::string line;
+    std::getline(in, line);  // the header
+    if (i == 0) {
+      grid << "point";
+      for (const auto& key : sweep.keys) grid << ',' << csv_field(key);
+      grid << ',' << line << '\n';
+    }
+    while (std::getline(in, line)) {
+      grid << csv_field(point.name);
+      for (const auto& kv : point.values) grid << ',' << csv_field(kv.second);
+      grid << ',' << line << '\n';
+    }
+  }
+  const fs::path tmp = root / ".summary.csv.tmp";
+  std::ofstream(tmp) << grid.str();
+  fs::rename(tmp, root / "summary.csv");
+  return results;
 }
 
 }  // namespace locosim

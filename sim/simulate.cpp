@@ -8,8 +8,10 @@
 #include <fstream>
 
 #include "algorithms/summary.hpp"
+#include "sim/links.hpp"
 #include "sim/platform.hpp"
 #include "sim/sim_transport.hpp"
+#include "sim/trace.hpp"
 
 namespace sg4 = simgrid::s4u;
 
@@ -35,7 +37,8 @@ TinyLlama copy_of(const TinyLlama& reference, const LlamaConfig& cfg) {
 
 }  // namespace
 
-void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const std::string& dir) {
+void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const std::string& dir,
+                     const ProgressFn& progress) {
   int argc = 1;
   char program[] = "locosim";
   char* argv[] = {program, nullptr};
@@ -50,6 +53,12 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   const double step_flops = flops_per_step(scenario, *reference);
 
   Recorder recorder;
+  if (progress) {
+    recorder.on_metric = [&progress](const MetricRow& row) {
+      if (row.worker == 0) progress(row.step, row.time_s);
+    };
+  }
+  LinkMeter link_meter(platform.hosts);
   SimWorld world;
   world.hosts = platform.hosts;
   world.recorder = &recorder;
@@ -90,6 +99,13 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   summary.policy = policy.name;
   recorder.write_metrics_csv(dir + "/metrics.csv");
   recorder.write_events_csv(dir + "/events.csv");
+  const LinkReport links = link_meter.report(scenario.link_bucket_s, sg4::Engine::get_clock());
+  write_links_csv(links, dir + "/links.csv");
+  std::vector<std::string> names;
+  for (int rank = 0; rank < world_size; ++rank) {
+    names.push_back("worker " + std::to_string(rank) + " (" + scenario.platform.hosts[rank].name + ")");
+  }
+  write_trace_json(recorder, names, &links, dir + "/trace.json");
   write_summary_json(summary, dir + "/summary.json");
 }
 

@@ -1,14 +1,20 @@
 // Simulates one policy of a scenario: K worker actors on the SimGrid platform, each running the
 // TrainLoop with real LibTorch steps; writes the run folder's files into `dir`.
 #pragma once
+#include <cstdint>
+#include <functional>
 #include <string>
 
 #include "config/scenario.hpp"
 
 namespace locosim {
 
+// Besides metrics.csv, events.csv and summary.json, writes links.csv (sim/links.hpp) and trace.json
+// (sim/trace.hpp). `progress`, if set, is called with worker 0's step and simulated time after each step.
 // REQUIRES: no SimGrid Engine was ever created in this process (SimGrid allows one per process;
 // the CLI forks a child per policy). Throws std::runtime_error if a worker fails.
-void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const std::string& dir);
+using ProgressFn = std::function<void(int64_t step, double time_s)>;
+void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const std::string& dir,
+                     const ProgressFn& progress = {});
 
 }  // namespace locosim

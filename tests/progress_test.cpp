@@ -28,7 +28,7 @@ std::string file_text(std::FILE* f) {
 }
 
 // Runs the built `locosim` with stdout and stderr into a file (so: not a terminal); returns the exit code.
-int locosim(const std::string& args, const std::string& env, std::string* output) {
+int run_cli(const std::string& args, const std::string& env, std::string* output) {
   const char* bin = std::getenv("LOCOSIM_BIN");
   REQUIRE_MESSAGE(bin != nullptr, "LOCOSIM_BIN (the build folder) is set by ctest");
   const std::string log = (fs::temp_directory_path() / "locosim-progress-test.log").string();
@@ -82,7 +82,7 @@ TEST_CASE("progress: a run off a terminal prints no live lines, and `locosim rep
   const std::string dir = testing::tiny_scenario_dir("report-cli");
   testing::write_text(dir + "/scenario.yaml", testing::tiny_scenario_yaml());
   std::string out;
-  REQUIRE(locosim("run " + dir + "/scenario.yaml -o " + dir + "/runs -j 2", "TERM=xterm CI=", &out) == 0);
+  REQUIRE(run_cli("run " + dir + "/scenario.yaml -o " + dir + "/runs -j 2", "TERM=xterm CI=", &out) == 0);
   CHECK(out.find('\x1b') == std::string::npos);
   CHECK(out.find('\r') == std::string::npos);
   CHECK(out.find("step ") == std::string::npos);
@@ -90,10 +90,10 @@ TEST_CASE("progress: a run off a terminal prints no live lines, and `locosim rep
   CHECK(out.find("] diloco simulated in") != std::string::npos);
 
   std::string report;
-  REQUIRE(locosim("report " + dir + "/runs/tiny", "", &report) == 0);
+  REQUIRE(run_cli("report " + dir + "/runs/tiny", "", &report) == 0);
   const size_t table = out.find("policy ");
   REQUIRE(table != std::string::npos);
   CHECK(out.substr(table, out.find("\nrun folder:") - table) == report);  // the run's own table, again
-  CHECK(locosim("report " + dir, "", &report) == 2);
+  CHECK(run_cli("report " + dir, "", &report) == 2);
   CHECK(report.find("not a locosim run folder") != std::string::npos);
 }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "config/error.hpp"
+#include "sim/report.hpp"
 #include "sim/run.hpp"
 #include "tests/doctest_torch.hpp"
 #include "tests/tiny_run.hpp"
@@ -79,8 +80,9 @@ TEST_CASE("sweep: index selectors, bare policy names and missing mappings on the
                                 {"timing.tokens_per_step", "1024"}, {"runtime.threads", "2"}}),
       path);
   CHECK(std::get<DdpConfig>(s.policies.at(0).config).wire == WireFormat::fp16);  // "- ddp" became {name: ddp, wire: fp16}
-  CHECK(s.platform.hosts.at(1).downlink.latency_s == doctest::Approx(0.040));  // hosts[1]: the entry "uni"
-  CHECK(s.platform.hosts.at(0).downlink.latency_s == doctest::Approx(0.010));
+  // hosts[1] is the file's second entry, "uni": the third host once "home" (count 2) is expanded.
+  CHECK(s.platform.hosts.at(2).downlink.latency_s == doctest::Approx(0.040));
+  CHECK(s.platform.hosts.at(1).downlink.latency_s == doctest::Approx(0.010));
   CHECK(*s.timing.tokens_per_step == 1024);
   CHECK(s.threads == 2);  // `runtime:` was absent: created
 }

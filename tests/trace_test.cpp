@@ -47,13 +47,16 @@ json read_json(const std::string& path) {
   return json::parse(in);
 }
 
+// A trace time (microseconds) in whole nanoseconds, as trace viewers read it.
+int64_t ns(const json& us) { return std::llround(us.get<double>() * 1e3); }
+
 // Checks one track's spans (in file order): start times never decrease, and each span either starts
 // after the spans still open have ended or ends inside the innermost of them.
 void check_track(const std::vector<const json*>& spans) {
-  std::vector<double> open_ends;
-  double last_ts = -1;
+  std::vector<int64_t> open_ends;
+  int64_t last_ts = -1;
   for (const json* s : spans) {
-    const double ts = (*s)["ts"], end = ts + (*s)["dur"].get<double>();
+    const int64_t ts = ns((*s)["ts"]), end = ts + ns((*s)["dur"]);
     CHECK(ts >= last_ts);
     last_ts = ts;
     while (!open_ends.empty() && open_ends.back() <= ts) open_ends.pop_back();

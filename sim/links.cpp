@@ -1,0 +1,172 @@
+// LinkMeter: integrates each link's usage over simulated time; links.csv.
+#include "sim/links.hpp"
+
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Host.hpp>
+#include <simgrid/s4u/Link.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+namespace sg4 = simgrid::s4u;
+
+namespace locosim {
+namespace {
+
+// A stretch of time over which a link carried a constant bytes_per_s (> 0).
+struct Segment {
+  double start_s = 0;
+  double end_s = 0;
+  double bytes_per_s = 0;
+};
+
+struct MeteredLink {
+  const sg4::Link* link = nullptr;
+  LinkTraffic info;                // bytes left empty until report()
+  std::vector<Segment> segments;
+};
+
+}  // namespace
+
+struct LinkMeter::State {
+  std::vector<MeteredLink> links;
+  double last_clock_s = 0;
+
+  void on_time_advance() {
+    const double now = sg4::Engine::get_clock();
+    const double start = last_clock_s;
+    last_clock_s = now;
+    if (!(now > start)) return;
+    for (auto& m : links) {
+      const double rate = m.link->get_usage();
+      if (rate <= 0) continue;
+      if (!m.segments.empty() && m.segments.back().end_s == start && m.segments.back().bytes_per_s == rate) {
+        m.segments.back().end_s = now;
+      } else {
+        m.segments.push_back({start, now, rate});
+      }
+    }
+  }
+};
+
+double LinkReport::bucket_end_s(size_t b) const { return std::min(static_cast<double>(b + 1) * bucket_s, end_s); }
+
+namespace {
+
+std::string direction_from_name(const std::string& name) {
+  auto ends_with = [&](const std::string& suffix) {
+    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends_with(".up")) return "up";
+  if (ends_with(".down")) return "down";
+  return "wan";
+}
+
+}  // namespace
+
+LinkMeter::LinkMeter(const std::vector<sg4::Host*>& workers) : state_(std::make_shared<State>()) {
+  // Endpoints: the workers by rank, then every other host (a relay) in the Engine's order.
+  std::vector<sg4::Host*> endpoints = workers;
+  for (sg4::Host* h : sg4::Engine::get_instance()->get_all_hosts()) {
+    if (std::find(endpoints.begin(), endpoints.end(), h) == endpoints.end()) endpoints.push_back(h);
+  }
+  // A host's own links are the first link of its routes out and the last of its routes in.
+  std::map<const sg4::Link*, std::pair<int, std::string>> owner;  // link -> (endpoint, direction)
+  for (size_t i = 0; i < endpoints.size() && endpoints.size() > 1; ++i) {
+    sg4::Host* other = endpoints[i == 0 ? 1 : 0];
+    std::vector<sg4::Link*> out, in;
+    double latency_s = 0;
+    endpoints[i]->route_to(other, out, &latency_s);
+    other->route_to(endpoints[i], in, &latency_s);
+    if (out.size() >= 2) owner[out.front()] = {static_cast<int>(i), "up"};
+    if (in.size() >= 2) owner[in.back()] = {static_cast<int>(i), "down"};
+  }
+
+  std::vector<MeteredLink> own, shared;
+  for (const sg4::Link* link : sg4::Engine::get_instance()->get_all_links()) {
+    if (link->get_name().rfind("__", 0) == 0) continue;  // SimGrid's own (a full zone's __loopback__)
+    MeteredLink m;
+    m.link = link;
+    m.info.link = link->get_name();
+    m.info.bandwidth_bps = link->get_bandwidth() * 8;  // SimGrid counts bytes per second
+    auto it = owner.find(link);
+    if (it != owner.end()) {
+      m.info.worker = it->second.first;
+      m.info.direction = it->second.second;
+      m.info.host = endpoints[it->second.first]->get_name();
+      own.push_back(std::move(m));
+    } else {
+      m.info.direction = direction_from_name(m.info.link);
+      shared.push_back(std::move(m));
+    }
+  }
+  std::sort(own.begin(), own.end(), [](const MeteredLink& a, const MeteredLink& b) {
+    return std::make_pair(a.info.worker, a.info.direction != "up") < std::make_pair(b.info.worker, b.info.direction != "up");
+  });
+  std::sort(shared.begin(), shared.end(), [](const MeteredLink& a, const MeteredLink& b) { return a.info.link < b.info.link; });
+  state_->links = std::move(own);
+  for (auto& m : shared) state_->links.push_back(std::move(m));
+  state_->last_clock_s = sg4::Engine::get_clock();
+
+  std::shared_ptr<State> state = state_;
+  sg4::Engine::on_time_advance_cb([state](double /*delta_s*/) { state->on_time_advance(); });
+}
+
+LinkReport LinkMeter::report(double bucket_s, double end_s) const {
+  if (bucket_s < 0 || !std::isfinite(bucket_s)) throw std::invalid_argument("link bucket must be >= 0 s");
+  LinkReport r;
+  r.end_s = std::max(end_s, 0.0);
+  r.bucket_s = bucket_s > 0 ? bucket_s : auto_bucket_s(r.end_s);
+  const auto buckets = static_cast<size_t>(std::max(1.0, std::ceil(r.end_s / r.bucket_s)));
+  for (const auto& m : state_->links) {
+    LinkTraffic t = m.info;
+    t.bytes.assign(buckets, 0.0);
+    for (const Segment& s : m.segments) {
+      const double end = std::min(s.end_s, r.end_s);
+      if (!(end > s.start_s)) continue;
+      size_t first = static_cast<size_t>(s.start_s / r.bucket_s);
+      for (size_t b = std::min(first, buckets - 1); b < buckets; ++b) {
+        const double lo = std::max(s.start_s, r.bucket_start_s(b));
+        const double hi = std::min(end, r.bucket_end_s(b));
+        if (r.bucket_start_s(b) >= end) break;
+        if (hi > lo) t.bytes[b] += (hi - lo) * s.bytes_per_s;
+      }
+    }
+    r.links.push_back(std::move(t));
+  }
+  return r;
+}
+
+double auto_bucket_s(double end_s) {
+  const double wanted = end_s / 200;
+  if (!(wanted > 0)) return 1.0;
+  double power = std::pow(10.0, std::floor(std::log10(wanted)));
+  for (double step : {1.0, 2.0, 5.0, 10.0}) {
+    if (step * power >= wanted * (1 - 1e-12)) return step * power;
+  }
+  return 10 * power;
+}
+
+void write_links_csv(const LinkReport& report, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error(path + ": cannot be written");
+  out << "link,direction,worker,host,start_s,end_s,bytes,utilization\n";
+  char line[512];
+  for (const auto& l : report.links) {
+    for (size_t b = 0; b < l.bytes.size(); ++b) {
+      const double start = report.bucket_start_s(b), end = report.bucket_end_s(b);
+      const double capacity_bytes = l.bandwidth_bps / 8 * (end - start);
+      const double utilization = capacity_bytes > 0 ? l.bytes[b] / capacity_bytes : 0;
+      std::snprintf(line, sizeof line, "%s,%s,%s,%s,%.9g,%.9g,%.9g,%.6f\n", l.link.c_str(), l.direction.c_str(),
+                    l.worker >= 0 ? std::to_string(l.worker).c_str() : "", l.host.c_str(), start, end, l.bytes[b],
+                    utilization);
+      out << line;
+    }
+  }
+}
+
+}  // namespace locosim

@@ -1,0 +1,249 @@
+// load_sweep: resolves each sweep key against the scenario's YAML tree, then loads every grid point.
+#include "sim/sweep.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <set>
+#include <stdexcept>
+
+#include "config/error.hpp"
+
+namespace locosim {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr size_t kMaxPoints = 10000;
+
+// One step of a sweep key: "hosts[*]" is {hosts, *}, "uplink" is {uplink, none}.
+struct KeyPart {
+  std::string name;
+  bool has_selector = false;
+  std::string selector;  // "*", an index, or a policy label/name
+};
+
+// Throws std::invalid_argument saying what is wrong with the key's spelling.
+std::vector<KeyPart> split_key(const std::string& key) {
+  const std::invalid_argument bad("is not a sweep key: write a dotted path such as train.steps, "
+                                  "platform.hosts[*].uplink.bandwidth or policies[diloco].inner_steps");
+  std::vector<KeyPart> parts;
+  size_t i = 0;
+  while (true) {
+    KeyPart part;
+    while (i < key.size() && key[i] != '.' && key[i] != '[' && key[i] != ']') part.name += key[i++];
+    if (part.name.empty()) throw bad;
+    if (i < key.size() && key[i] == '[') {
+      const size_t close = key.find(']', i);
+      if (close == std::string::npos || close == i + 1) throw bad;
+      part.has_selector = true;
+      part.selector = key.substr(i + 1, close - i - 1);
+      i = close + 1;
+    }
+    parts.push_back(part);
+    if (i == key.size()) return parts;
+    if (key[i] != '.') throw bad;
+    ++i;
+  }
+}
+
+bool is_index(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+// A policy entry is picked by its label, or by its name when it has no label ("- ddp" is named ddp).
+bool picks(const YAML::Node& item, const std::string& selector) {
+  if (item.IsScalar()) return item.Scalar() == selector;
+  if (!item.IsMap()) return false;
+  if (item["label"]) return item["label"].IsScalar() && item["label"].Scalar() == selector;
+  return item["name"] && item["name"].IsScalar() && item["name"].Scalar() == selector;
+}
+
+// Puts `value` at parts[i..] under `node` (whose dotted path is `where`). Missing mappings on the way
+// are created; a missing list item is an error. Throws std::invalid_argument.
+// (yaml-cpp: assigning to a Node handle rewrites the node it refers to, so handles are never reassigned.)
+void put(YAML::Node node, const std::vector<KeyPart>& parts, size_t i, const std::string& value,
+         const std::string& where) {
+  const KeyPart& part = parts[i];
+  const bool last = i + 1 == parts.size();
+  const std::string here = where.empty() ? part.name : where + "." + part.name;
+  if (!node.IsMap()) throw std::invalid_argument("'" + where + "' is not a mapping of keys");
+  if (!part.has_selector) {
+    if (last) {
+      node[part.name] = value;
+    } else {
+      if (!node[part.name].IsDefined() || node[part.name].IsNull()) node[part.name] = YAML::Node(YAML::NodeType::Map);
+      put(node[part.name], parts, i + 1, value, here);
+    }
+    return;
+  }
+  YAML::Node list = node[part.name];
+  if (!list.IsDefined() || !list.IsSequence()) throw std::invalid_argument("'" + here + "' is not a list");
+  std::vector<size_t> targets;
+  for (size_t k = 0; k < list.size(); ++k) {
+    if (part.selector == "*" || (is_index(part.selector) ? std::stoul(part.selector) == k : picks(list[k], part.selector))) {
+      targets.push_back(k);
+    }
+  }
+  if (targets.empty()) {
+    throw std::invalid_argument(is_index(part.selector)
+                                    ? "'" + here + "' has " + std::to_string(list.size()) + " items, no [" + part.selector + "]"
+                                    : "no item of '" + here + "' is labelled (or named) '" + part.selector + "'");
+  }
+  for (size_t k : targets) {
+    const std::string item_path = here + "[" + std::to_string(k) + "]";
+    if (last) {
+      list[k] = value;
+      continue;
+    }
+    if (list[k].IsScalar()) {  // "- diloco" stands for {name: diloco}
+      YAML::Node entry(YAML::NodeType::Map);
+      entry["name"] = list[k].Scalar();
+      list[k] = entry;
+    }
+    put(list[k], parts, i + 1, value, item_path);
+  }
+}
+
+std::string sanitize(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isspace(c)) continue;
+    out += std::isalnum(c) || c == '.' || c == '-' || c == '_' ? static_cast<char>(c) : '-';
+  }
+  return out;
+}
+
+// The message of a ConfigError without its "file:line:column: " (positions in generated text mean nothing).
+std::string without_position(const ConfigError& e) {
+  std::string prefix = e.file();
+  if (e.line() > 0) prefix += ":" + std::to_string(e.line()) + ":" + std::to_string(e.column());
+  prefix += ": ";
+  const std::string what = e.what();
+  return what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what;
+}
+
+struct Axis {
+  std::string key;
+  std::string label;                                       // its part of point names
+  YAML::Mark mark;
+  std::vector<std::pair<std::string, YAML::Mark>> values;  // as written, with positions
+};
+
+[[noreturn]] void fail(const std::string& file, const YAML::Mark& mark, const std::string& key, const std::string& msg) {
+  throw ConfigError(file, mark.line + 1, mark.column + 1, key.empty() ? "sweep" : "sweep." + key, msg);
+}
+
+YAML::Node tree_with(const std::string& path, const std::vector<std::pair<std::string, std::string>>& values) {
+  YAML::Node root = YAML::LoadFile(path);
+  root.remove("sweep");
+  for (const auto& [key, value] : values) {
+    std::vector<KeyPart> parts = split_key(key);
+    if (parts.front().name == "platform" && parts.size() > 1 && root["platform"].IsScalar()) {
+      // The key reaches into a platform file: carry that file's tree into the scenario.
+      fs::path file = fs::path(root["platform"].Scalar());
+      if (file.is_relative()) file = fs::path(path).parent_path() / file;
+      root["platform"] = YAML::LoadFile(file.string());
+    }
+    put(root, parts, 0, value, "");
+  }
+  return root;
+}
+
+}  // namespace
+
+std::string apply_sweep_values(const std::string& path, const std::vector<std::pair<std::string, std::string>>& values) {
+  try {
+    YAML::Emitter out;
+    out << tree_with(path, values);
+    return std::string(out.c_str()) + "\n";
+  } catch (const std::invalid_argument& e) {
+    std::string keys;
+    for (const auto& kv : values) keys += (keys.empty() ? "" : ", ") + kv.first;
+    throw ConfigError(path, 0, 0, "sweep", "(" + keys + "): " + e.what());
+  }
+}
+
+Sweep load_sweep(const std::string& path) {
+  Scenario base = load_scenario(path);  // everything outside the sweep block, with the file's positions
+  Sweep sweep;
+  const YAML::Node root = YAML::LoadFile(path);
+  const YAML::Node block = root["sweep"];
+  if (!block) {
+    sweep.points.push_back({"", {}, std::move(base)});
+    return sweep;
+  }
+
+  std::vector<Axis> axes;
+  std::set<std::string> labels;
+  for (auto it = block.begin(); it != block.end(); ++it) {
+    Axis axis{it->first.Scalar(), "", it->first.Mark(), {}};
+    std::vector<KeyPart> parts;
+    try {
+      parts = split_key(axis.key);
+    } catch (const std::invalid_argument& e) {
+      fail(path, axis.mark, axis.key, e.what());
+    }
+    const YAML::Node list = it->second;
+    if (!list.IsSequence() || list.size() == 0) {
+      fail(path, list.Mark(), axis.key, "must be a non-empty list of values, e.g. [10 Mbps, 100 Mbps]");
+    }
+    std::set<std::string> seen;
+    for (const YAML::Node& v : list) {
+      if (!v.IsScalar()) fail(path, v.Mark(), axis.key, "values must be scalars (a number, a quantity, a word)");
+      if (!seen.insert(sanitize(v.Scalar())).second) fail(path, v.Mark(), axis.key, "value '" + v.Scalar() + "' is listed twice");
+      axis.values.emplace_back(v.Scalar(), v.Mark());
+    }
+    try {
+      tree_with(path, {{axis.key, axis.values.front().first}});  // does the key name something?
+    } catch (const std::invalid_argument& e) {
+      fail(path, axis.mark, axis.key, e.what());
+    }
+    axis.label = parts.back().name;
+    axes.push_back(std::move(axis));
+  }
+  if (axes.empty()) fail(path, block.Mark(), "", "must map at least one key to a list of values");
+  for (auto& a : axes) {  // two keys ending alike (two bandwidths) are told apart by their whole key
+    size_t same = std::count_if(axes.begin(), axes.end(), [&](const Axis& b) { return b.label == a.label; });
+    if (same > 1) a.label = sanitize(a.key);
+  }
+
+  size_t total = 1;
+  for (const auto& a : axes) {
+    total *= a.values.size();
+    if (total > kMaxPoints) fail(path, block.Mark(), "", "the grid has more than " + std::to_string(kMaxPoints) + " points");
+  }
+  for (const auto& a : axes) sweep.keys.push_back(a.key);
+  for (size_t n = 0; n < total; ++n) {
+    std::vector<size_t> pick(axes.size());  // n in mixed radix, the last key varying fastest
+    size_t rest = n;
+    for (size_t i = axes.size(); i-- > 0;) {
+      pick[i] = rest % axes[i].values.size();
+      rest /= axes[i].values.size();
+    }
+    SweepPoint point;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const std::string& value = axes[i].values[pick[i]].first;
+      point.values.emplace_back(axes[i].key, value);
+      point.name += (i ? "+" : "") + axes[i].label + "=" + sanitize(value);
+    }
+    try {
+      point.scenario = load_scenario_text(apply_sweep_values(path, point.values), path);
+    } catch (const ConfigError& e) {
+      // Blame the axis whose key ends like the rejected key ("...uplink.bandwidth"), else the last one.
+      size_t blamed = axes.size() - 1;
+      for (size_t i = 0; i < axes.size(); ++i) {
+        const std::string& k = e.key();
+        const std::string& tail = split_key(axes[i].key).back().name;
+        if (k.size() >= tail.size() && k.compare(k.size() - tail.size(), tail.size(), tail) == 0) blamed = i;
+      }
+      fail(path, axes[blamed].values[pick[blamed]].second, axes[blamed].key,
+           "value '" + axes[blamed].values[pick[blamed]].first + "' at point " + point.name + ": " + without_position(e));
+    }
+    sweep.points.push_back(std::move(point));
+  }
+  return sweep;
+}
+
+}  // namespace locosim

@@ -1,0 +1,20 @@
+// trace.json: one run's activity in the Chrome trace-event format (JSON; Perfetto opens it): a process
+// per worker whose tracks hold its compute, wait, send and recv spans (bytes and peer as arguments),
+// and a "links" process with one bandwidth counter per link. Built from the Recorder and a LinkReport.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "algorithms/recorder.hpp"
+#include "sim/links.hpp"
+
+namespace locosim {
+
+// names[w] labels worker w's process ("worker 0 (home-0)"); events of a worker beyond names (a relay
+// recorded as worker world_size) get a process too. `links` may be null (no counters).
+// Spans on one track never overlap unless nested (what trace viewers require): concurrent spans of
+// one kind go to extra tracks ("send 2", ...). Times are microseconds of simulated time, to the ns.
+void write_trace_json(const Recorder& recorder, const std::vector<std::string>& names, const LinkReport* links,
+                      const std::string& path);
+
+}  // namespace locosim
