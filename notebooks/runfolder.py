@@ -1,0 +1,87 @@
+"""Reading locosim run folders for the notebooks: which run, which policies, their files, where figures go.
+
+Only reads run folders: every number a notebook plots comes from files the simulator wrote
+(metrics.csv, events.csv, links.csv, summary.json, summary.csv). Parameters come from the environment:
+  LOCOSIM_RUN      the run folder, runs/<scenario> (default: the newest folder under runs/)
+  LOCOSIM_POLICY   the policy to show where a notebook shows one (default: the run's first)
+  LOCOSIM_FIGURES  where PNGs are saved (default: <run>/figures)
+"""
+import json
+import os
+import re
+from pathlib import Path
+
+import pandas as pd
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def run_folder(need_grid=False):
+    """$LOCOSIM_RUN, else the most recently written runs/<scenario> (a sweep's if need_grid)."""
+    if os.environ.get("LOCOSIM_RUN"):
+        return Path(os.environ["LOCOSIM_RUN"])
+    candidates = [p.parent for p in (REPO / "runs").glob("*/summary.csv")]
+    if need_grid:
+        candidates = [p for p in candidates if is_grid(p)]
+    if not candidates:
+        raise FileNotFoundError("no run folder under runs/: run `build/locosim run <scenario>` or set LOCOSIM_RUN")
+    return max(candidates, key=lambda p: (p / "summary.csv").stat().st_mtime)
+
+
+def is_grid(run):
+    """Whether run/summary.csv covers a sweep (its first column is the grid point)."""
+    return (run / "summary.csv").read_text().startswith("point,")
+
+
+def figures_folder(run):
+    folder = Path(os.environ.get("LOCOSIM_FIGURES") or Path(run) / "figures")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def policies(run):
+    """The run's policy labels, in the scenario's order."""
+    return list(pd.read_csv(Path(run) / "summary.csv")["label"])
+
+
+def chosen_policy(run):
+    return os.environ.get("LOCOSIM_POLICY") or policies(run)[0]
+
+
+def summary(run, policy):
+    return json.loads((Path(run) / policy / "summary.json").read_text())
+
+
+def table(run, policy, name):
+    """One of a policy folder's CSV files (metrics, events or links) as a DataFrame."""
+    return pd.read_csv(Path(run) / policy / f"{name}.csv")
+
+
+def worker_label(worker, workers, hosts):
+    """'w0 home-0' for a worker, 'relay' for an id past the workers (a relay server records as world_size)."""
+    if worker >= workers:
+        return "relay"
+    return f"w{worker} {hosts.get(worker, '')}".strip()
+
+
+def hosts(links):
+    """worker -> host name, from links.csv's own-link rows."""
+    own = links.dropna(subset=["worker"])
+    return {int(w): h for w, h in zip(own["worker"], own["host"])}
+
+
+UNITS = {"bps": 1, "kbps": 1e3, "mbps": 1e6, "gbps": 1e9, "tbps": 1e12}
+
+
+def to_number(text):
+    """A sweep value as a number: '100 Mbps' -> 1e8 (bits/s), '50' -> 50.0."""
+    match = re.fullmatch(r"\s*([0-9.eE+-]+)\s*([A-Za-z/]*)\s*", str(text))
+    if not match:
+        raise ValueError(f"not a number: {text!r}")
+    value, unit = float(match.group(1)), match.group(2).lower()
+    return value * UNITS.get(unit, 1)
+
+
+def worker_count(run, policy):
+    """How many workers trained (ids at or past it are servers such as a relay)."""
+    return table(run, policy, "metrics").worker.nunique()
