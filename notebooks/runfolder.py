@@ -17,12 +17,12 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def run_folder(need_grid=False):
-    """$LOCOSIM_RUN, else the most recently written runs/<scenario> (a sweep's if need_grid)."""
+    """$LOCOSIM_RUN, else the most recently written runs/<scenario>: a sweep's if need_grid, else one
+    with policy folders (a sweep point, runs/<scenario>/<point>, is such a run too)."""
     if os.environ.get("LOCOSIM_RUN"):
         return Path(os.environ["LOCOSIM_RUN"])
     candidates = [p.parent for p in (REPO / "runs").glob("*/summary.csv")]
-    if need_grid:
-        candidates = [p for p in candidates if is_grid(p)]
+    candidates = [p for p in candidates if is_grid(p) == need_grid]
     if not candidates:
         raise FileNotFoundError("no run folder under runs/: run `build/locosim run <scenario>` or set LOCOSIM_RUN")
     return max(candidates, key=lambda p: (p / "summary.csv").stat().st_mtime)
