@@ -82,12 +82,20 @@ TEST_CASE("progress: a run off a terminal prints no live lines, and `locosim rep
   const std::string dir = testing::tiny_scenario_dir("report-cli");
   testing::write_text(dir + "/scenario.yaml", testing::tiny_scenario_yaml());
   std::string out;
-  REQUIRE(run_cli("run " + dir + "/scenario.yaml -o " + dir + "/runs -j 2", "TERM=xterm CI=", &out) == 0);
+  REQUIRE(run_cli("run " + dir + "/scenario.yaml -o " + dir + "/runs -j 2 --link-bucket '0.5 s'", "TERM=xterm CI=", &out) == 0);
   CHECK(out.find('\x1b') == std::string::npos);
   CHECK(out.find('\r') == std::string::npos);
   CHECK(out.find("step ") == std::string::npos);
   CHECK(out.find("] ddp simulated in") != std::string::npos);
   CHECK(out.find("] diloco simulated in") != std::string::npos);
+  std::ifstream links(dir + "/runs/tiny/ddp/links.csv");
+  std::string header, first;
+  std::getline(links, header);
+  std::getline(links, first);
+  CHECK(first.rfind("home-0.up,up,0,home-0,0,0.5,", 0) == 0);  // --link-bucket replaced the automatic width
+  std::string rejected;
+  CHECK(run_cli("run " + dir + "/scenario.yaml -o " + dir + "/runs --link-bucket fast", "", &rejected) == 2);
+  CHECK(rejected.find("--link-bucket fast") != std::string::npos);
 
   std::string report;
   REQUIRE(run_cli("report " + dir + "/runs/tiny", "", &report) == 0);

@@ -71,8 +71,9 @@ TEST_CASE("trace: every span is complete, every track ordered, and bytes add up 
   torch::set_num_threads(1);
   namespace fs = std::filesystem;
   const std::string dir = testing::tiny_scenario_dir("trace-test");
-  testing::write_text(dir + "/scenario.yaml", testing::tiny_scenario_yaml());
+  testing::write_text(dir + "/scenario.yaml", testing::tiny_scenario_yaml("report: {link_bucket: 2 s}\n"));
   const Scenario scenario = load_scenario(dir + "/scenario.yaml");
+  REQUIRE(scenario.link_bucket_s == 2);
   const std::string out = dir + "/run";
   fs::create_directories(out);
   simulate_policy(scenario, scenario.policies.at(1), out);  // diloco: compute, then syncs every 4 steps
@@ -137,6 +138,9 @@ TEST_CASE("trace: every span is complete, every track ordered, and bytes add up 
   CHECK(header == "link,direction,worker,host,start_s,end_s,bytes,utilization");
   std::map<std::string, double> link_bytes;
   for (const auto& row : links) {
+    const double start_s = std::stod(row.at(4)), end_s = std::stod(row.at(5));
+    CHECK(std::fmod(start_s, 2.0) == 0);  // report.link_bucket: 2 s
+    CHECK(end_s - start_s <= 2);
     link_bytes[row.at(0)] += std::stod(row.at(6));
     CHECK(std::stod(row.at(7)) <= 1 + 1e-6);
   }
