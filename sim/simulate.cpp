@@ -97,6 +97,7 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   RunSummary summary = summarize(recorder, world_size, scenario.train.target_loss);
   summary.label = policy.label;
   summary.policy = policy.name;
+  summary.params_fingerprint = params_fingerprint(workers[0].model->parameters());
   recorder.write_metrics_csv(dir + "/metrics.csv");
   recorder.write_events_csv(dir + "/events.csv");
   const LinkReport links = link_meter.report(scenario.link_bucket_s, sg4::Engine::get_clock());
