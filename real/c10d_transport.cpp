@@ -96,11 +96,13 @@ Pending C10dTransport::all_gather(const std::vector<torch::Tensor>& mine, double
     std::vector<at::Tensor> input = {x.detach().contiguous()};
     std::vector<std::vector<at::Tensor>> output(1);
     for (int r = 0; r < world; ++r) output[0].push_back(torch::empty_like(input[0]));
-    works.push_back(group_->allgather(output, input));
+    // Gloo divides by the element count: an empty tensor (the same on every rank) stays local.
+    if (input[0].numel() > 0) works.push_back(group_->allgather(output, input));
     gathered->push_back(std::move(output));
   }
   return Pending([this, works, gathered, &out, world, bytes] {
     for (size_t i = 0; i < works.size(); ++i) {
+      // The payload's bytes are charged once, on the first tensor's wait.
       wait_for(works[i], i == 0 ? (world - 1) * bytes : 0, i == 0 ? (world - 1) * bytes : 0);
     }
     out.assign(world, {});

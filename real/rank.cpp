@@ -12,7 +12,9 @@
 #include <fstream>
 #include <thread>
 
+#include "algorithms/link_report.hpp"
 #include "algorithms/summary.hpp"
+#include "algorithms/trace.hpp"
 
 namespace locosim {
 namespace fs = std::filesystem;
@@ -127,6 +129,21 @@ void write_run_folder(const Scenario& scenario, const PolicySpec& policy, const 
                                         << scenario.resolved_yaml;
   merged.write_metrics_csv((temp / "metrics.csv").string());
   merged.write_events_csv((temp / "events.csv").string());
+  // The real backend sees no links: each worker's traffic is charged to its own access links.
+  std::vector<std::string> hosts, names;
+  std::vector<double> up_bps, down_bps;
+  double end_s = 0;
+  for (const auto& row : merged.metrics()) end_s = std::max(end_s, row.time_s);
+  for (int rank = 0; rank < scenario.world_size(); ++rank) {
+    const HostSpec& host = scenario.platform.hosts[rank];
+    hosts.push_back(host.name);
+    names.push_back("rank " + std::to_string(rank) + " (" + host.name + ")");
+    up_bps.push_back(host.uplink.bandwidth_bps);
+    down_bps.push_back(host.downlink.bandwidth_bps);
+  }
+  const LinkReport links = links_from_events(merged, hosts, up_bps, down_bps, scenario.link_bucket_s, end_s);
+  write_links_csv(links, (temp / "links.csv").string());
+  write_trace_json(merged, names, &links, (temp / "trace.json").string());
   RunSummary summary = summarize(merged, scenario.world_size(), scenario.train.target_loss);
   summary.label = policy.label;
   summary.policy = policy.name;

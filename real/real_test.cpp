@@ -24,6 +24,10 @@ namespace {
 const std::map<std::string, std::string> kParitySettings = {
     {"ddp", "{name: ddp, wire: fp16}"},
     {"diloco", "{name: diloco, inner_steps: 4, wire: fp16}"},
+    {"fedavg", "{name: fedavg, inner_steps: 4}"},
+    {"co2", "{name: co2, inner_steps: 3}"},
+    {"streaming_diloco", "{name: streaming_diloco, inner_steps: 4, fragments: 2, sync_delay: 1}"},
+    {"demo", "{name: demo, lr: 1.0e-3, topk: 8, chunk: 16}"},
 };
 
 std::string parity_scenario() {

@@ -53,8 +53,6 @@ struct LinkMeter::State {
   }
 };
 
-double LinkReport::bucket_end_s(size_t b) const { return std::min(static_cast<double>(b + 1) * bucket_s, end_s); }
-
 namespace {
 
 std::string direction_from_name(const std::string& name) {
@@ -139,34 +137,6 @@ LinkReport LinkMeter::report(double bucket_s, double end_s) const {
     r.links.push_back(std::move(t));
   }
   return r;
-}
-
-double auto_bucket_s(double end_s) {
-  const double wanted = end_s / 200;
-  if (!(wanted > 0)) return 1.0;
-  double power = std::pow(10.0, std::floor(std::log10(wanted)));
-  for (double step : {1.0, 2.0, 5.0, 10.0}) {
-    if (step * power >= wanted * (1 - 1e-12)) return step * power;
-  }
-  return 10 * power;
-}
-
-void write_links_csv(const LinkReport& report, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error(path + ": cannot be written");
-  out << "link,direction,worker,host,start_s,end_s,bytes,utilization\n";
-  char line[512];
-  for (const auto& l : report.links) {
-    for (size_t b = 0; b < l.bytes.size(); ++b) {
-      const double start = report.bucket_start_s(b), end = report.bucket_end_s(b);
-      const double capacity_bytes = l.bandwidth_bps / 8 * (end - start);
-      const double utilization = capacity_bytes > 0 ? l.bytes[b] / capacity_bytes : 0;
-      std::snprintf(line, sizeof line, "%s,%s,%s,%s,%.9g,%.9g,%.9g,%.6f\n", l.link.c_str(), l.direction.c_str(),
-                    l.worker >= 0 ? std::to_string(l.worker).c_str() : "", l.host.c_str(), start, end, l.bytes[b],
-                    utilization);
-      out << line;
-    }
-  }
 }
 
 }  // namespace locosim

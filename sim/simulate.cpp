@@ -11,7 +11,7 @@
 #include "sim/links.hpp"
 #include "sim/platform.hpp"
 #include "sim/sim_transport.hpp"
-#include "sim/trace.hpp"
+#include "algorithms/trace.hpp"
 
 namespace sg4 = simgrid::s4u;
 

@@ -1,5 +1,5 @@
 // write_trace_json: spans on non-overlapping tracks, link counters, written with nlohmann::json.
-#include "sim/trace.hpp"
+#include "algorithms/trace.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,0 +1,77 @@
+// LinkReport helpers shared by both backends: bucket arithmetic, links.csv, traffic from events.
+#include "algorithms/link_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+
+namespace locosim {
+
+double LinkReport::bucket_end_s(size_t b) const { return std::min(static_cast<double>(b + 1) * bucket_s, end_s); }
+
+double auto_bucket_s(double end_s) {
+  const double wanted = end_s / 200;
+  if (!(wanted > 0)) return 1.0;
+  double power = std::pow(10.0, std::floor(std::log10(wanted)));
+  for (double step : {1.0, 2.0, 5.0, 10.0}) {
+    if (step * power >= wanted * (1 - 1e-12)) return step * power;
+  }
+  return 10 * power;
+}
+
+void write_links_csv(const LinkReport& report, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error(path + ": cannot be written");
+  out << "link,direction,worker,host,start_s,end_s,bytes,utilization\n";
+  char line[512];
+  for (const auto& l : report.links) {
+    for (size_t b = 0; b < l.bytes.size(); ++b) {
+      const double start = report.bucket_start_s(b), end = report.bucket_end_s(b);
+      const double capacity_bytes = l.bandwidth_bps / 8 * (end - start);
+      const double utilization = capacity_bytes > 0 ? l.bytes[b] / capacity_bytes : 0;
+      std::snprintf(line, sizeof line, "%s,%s,%s,%s,%.9g,%.9g,%.9g,%.6f\n", l.link.c_str(), l.direction.c_str(),
+                    l.worker >= 0 ? std::to_string(l.worker).c_str() : "", l.host.c_str(), start, end, l.bytes[b],
+                    utilization);
+      out << line;
+    }
+  }
+}
+
+LinkReport links_from_events(const Recorder& recorder, const std::vector<std::string>& hosts,
+                             const std::vector<double>& up_bps, const std::vector<double>& down_bps, double bucket_s,
+                             double end_s) {
+  LinkReport report;
+  report.end_s = end_s;
+  report.bucket_s = bucket_s > 0 ? bucket_s : auto_bucket_s(end_s);
+  const auto buckets = static_cast<size_t>(std::max(1.0, std::ceil(end_s / report.bucket_s)));
+  for (size_t w = 0; w < hosts.size(); ++w) {
+    for (const char* direction : {"up", "down"}) {
+      LinkTraffic link;
+      link.link = hosts[w] + "." + direction;
+      link.direction = direction;
+      link.worker = static_cast<int>(w);
+      link.host = hosts[w];
+      link.bandwidth_bps = std::string(direction) == "up" ? up_bps[w] : down_bps[w];
+      link.bytes.assign(buckets, 0.0);
+      report.links.push_back(std::move(link));
+    }
+  }
+  for (const auto& e : recorder.events()) {
+    if ((e.kind != EventKind::send && e.kind != EventKind::recv) || e.worker < 0 ||
+        e.worker >= static_cast<int>(hosts.size()) || e.bytes <= 0) {
+      continue;
+    }
+    LinkTraffic& link = report.links[2 * e.worker + (e.kind == EventKind::send ? 0 : 1)];
+    const double span = std::max(e.end_s - e.start_s, 1e-12);
+    for (size_t b = static_cast<size_t>(e.start_s / report.bucket_s); b < buckets; ++b) {
+      const double overlap = std::min(e.end_s, report.bucket_end_s(b)) - std::max(e.start_s, report.bucket_start_s(b));
+      if (report.bucket_start_s(b) >= e.end_s) break;
+      if (overlap > 0 || e.end_s == e.start_s) link.bytes[b] += e.bytes * (e.end_s == e.start_s ? 1.0 : overlap / span);
+    }
+  }
+  return report;
+}
+
+}  // namespace locosim

@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""Emulated wide-area validation: runs a scenario's policies for real (locosim-real, Gloo over TCP)
+inside Linux network namespaces whose links are shaped like the scenario's platform, and compares
+the measured round times with the simulator's prediction for the same platform.
+
+  sudo scripts/emulate_wan.py scenarios/tests/wan-2.yaml [--build build] [--policy ddp ...]
+
+One namespace per worker, a veth pair into a bridge; each worker's uplink is shaped with `tc tbf` on
+its namespace side, its downlink on the bridge side. netem is not available on these machines, so
+only bandwidth is emulated: latencies are not, and the prediction is made with the platform's
+latencies set to 50 us (a veth hop). Compute speed is calibrated from the real run: each host's
+accelerator is replaced by one whose speed makes a simulated step take the measured mean step.
+Platforms whose hosts sit in sites (shared LAN/WAN links) are not supported here.
+Exit codes: 0 done, 2 bad input, 3 cannot run here (not root, no ip/tc), 1 a run failed.
+"""
+import argparse
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import yaml
+
+PREFIX = "lsw"           # namespace and interface names: lsw0, lsw0h, lsw0n, lswbr
+SUBNET = "10.213.7."     # addresses exist only inside this script's own namespaces
+
+
+def sh(*cmd, check=True, ns=None):
+    full = (["ip", "netns", "exec", ns] if ns else []) + list(cmd)
+    return subprocess.run(full, check=check, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def parse_bps(text):
+    units = {"bps": 1, "kbps": 1e3, "Kbps": 1e3, "Mbps": 1e6, "Gbps": 1e9, "Mbit/s": 1e6, "Gbit/s": 1e9,
+             "Bps": 8, "kBps": 8e3, "MBps": 8e6, "GBps": 8e9}
+    number, unit = str(text).split()
+    return float(number) * units[unit]
+
+
+def expand_hosts(platform):
+    hosts = []
+    for h in platform["hosts"]:
+        if "site" in h:
+            sys.exit("emulate_wan: hosts in sites are not supported (host %s); give each host its own uplink "
+                     "and downlink" % h["name"])
+        count = int(h.get("count", 1))
+        for i in range(count):
+            hosts.append({"name": h["name"] if count == 1 else "%s-%d" % (h["name"], i),
+                          "up_bps": parse_bps(h["uplink"]["bandwidth"]),
+                          "down_bps": parse_bps(h["downlink"]["bandwidth"])})
+    return hosts
+
+
+def shape(dev, bps, ns=None):
+    burst = max(int(bps / 8 / 250), 16 * 1024)  # at least one timer tick's worth of bytes
+    sh("tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", "%dbit" % bps, "burst", str(burst),
+       "latency", "50ms", ns=ns)
+
+
+def build_network(hosts):
+    teardown(len(hosts))
+    sh("ip", "link", "add", PREFIX + "br", "type", "bridge")
+    sh("ip", "link", "set", PREFIX + "br", "up")
+    for r, h in enumerate(hosts):
+        ns, host_side, ns_side = "%s%d" % (PREFIX, r), "%s%dh" % (PREFIX, r), "%s%dn" % (PREFIX, r)
+        sh("ip", "netns", "add", ns)
+        sh("ip", "link", "add", host_side, "type", "veth", "peer", "name", ns_side)
+        sh("ip", "link", "set", ns_side, "netns", ns)
+        sh("ip", "link", "set", host_side, "master", PREFIX + "br")
+        sh("ip", "link", "set", host_side, "up")
+        sh("ip", "addr", "add", "%s%d/24" % (SUBNET, r + 1), "dev", ns_side, ns=ns)
+        sh("ip", "link", "set", ns_side, "up", ns=ns)
+        sh("ip", "link", "set", "lo", "up", ns=ns)
+        # Gloo keeps its connections open: a long-lived WAN flow does not restart from slow start.
+        sh("sysctl", "-q", "-w", "net.ipv4.tcp_slow_start_after_idle=0", ns=ns, check=False)
+        shape(ns_side, h["up_bps"], ns=ns)      # leaving the worker: its uplink
+        shape(host_side, h["down_bps"])         # entering the worker: its downlink
+
+
+def teardown(n):
+    for r in range(max(n, 64)):
+        sh("ip", "netns", "del", "%s%d" % (PREFIX, r), check=False)
+        sh("ip", "link", "del", "%s%dh" % (PREFIX, r), check=False)
+    sh("ip", "link", "del", PREFIX + "br", check=False)
+
+
+def run_real(build, scenario_path, label, hosts, out, timeout_s):
+    procs = []
+    for r in range(len(hosts)):
+        env = dict(os.environ, RANK=str(r), LOCAL_RANK="0", WORLD_SIZE=str(len(hosts)),
+                   MASTER_ADDR=SUBNET + "1", MASTER_PORT="29611", LOCOSIM_GLOO_IFNAME="%s%dn" % (PREFIX, r))
+        cmd = ["ip", "netns", "exec", "%s%d" % (PREFIX, r), os.path.join(build, "locosim-real"), scenario_path,
+               "--policy", label, "--output", out, "--reduce", "native", "--timeout", str(timeout_s)]
+        procs.append(subprocess.Popen(cmd, env=env))
+    codes = [p.wait() for p in procs]
+    if any(codes):
+        sys.exit("emulate_wan: the real run of %s failed (exit codes %s)" % (label, codes))
+
+
+def read_metrics(path):
+    with open(path) as f:
+        return [r for r in csv.DictReader(f)]
+
+
+def mean_step_s(events_path, rank):
+    with open(events_path) as f:
+        spans = [float(e["end_s"]) - float(e["start_s"]) for e in csv.DictReader(f)
+                 if e["kind"] == "compute" and int(e["worker"]) == rank]
+    spans = spans[1:] or spans  # the first step warms caches up
+    return sum(spans) / len(spans)
+
+
+def round_time_s(metrics_path, steps_per_round):
+    times = {int(r["step"]): float(r["time_s"]) for r in read_metrics(metrics_path) if r["worker"] == "0"}
+    ends = [times[s] for s in sorted(times) if s % steps_per_round == 0]
+    if len(ends) < 3:
+        sys.exit("emulate_wan: %s has fewer than 3 rounds: give the scenario more steps" % metrics_path)
+    return (ends[-1] - ends[0]) / (len(ends) - 1)  # the first round includes start-up
+
+
+def simulate(build, scenario, scenario_path, policy, hosts, speeds_flops, work, name):
+    """Runs the simulator on the scenario with the emulated links and the given host speeds."""
+    sim = dict(scenario)
+    sim.pop("timing", None)  # the real run moved the real model's bytes
+    sim["name"] = name
+    sim["policies"] = [policy]
+    sim["platform"] = {"accelerators": {}, "hosts": []}
+    for r, (h, speed) in enumerate(zip(hosts, speeds_flops)):
+        sim["platform"]["accelerators"]["speed-%d" % r] = {"peak": "%.9g FLOPS" % speed, "efficiency": 1.0}
+        sim["platform"]["hosts"].append({
+            "name": "w%d" % r, "accelerator": "speed-%d" % r,
+            "uplink": {"bandwidth": "%.9g bps" % h["up_bps"], "latency": "50 us"},
+            "downlink": {"bandwidth": "%.9g bps" % h["down_bps"], "latency": "50 us"}})
+    data = dict(sim.get("data") or {})
+    if data.get("path", "kjv") != "kjv":
+        data["path"] = os.path.join(os.path.dirname(scenario_path), data["path"])
+    sim["data"] = data
+    path = os.path.join(work, name + ".yaml")
+    with open(path, "w") as f:
+        yaml.safe_dump(sim, f)
+    subprocess.run([os.path.join(build, "locosim"), "run", path, "-o", os.path.join(work, "sim")],
+                   check=True, stdout=subprocess.DEVNULL)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("scenario")
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--policy", action="append", help="labels to run (default: all)")
+    ap.add_argument("--timeout", type=int, default=120)
+    args = ap.parse_args()
+    if os.geteuid() != 0 or not shutil.which("tc") or not shutil.which("ip"):
+        print("emulate_wan: skipped: needs root and the ip and tc commands (network namespaces, tc tbf)")
+        return 3
+
+    scenario_path = os.path.abspath(args.scenario)
+    with open(scenario_path) as f:
+        scenario = yaml.safe_load(f)
+    platform = scenario["platform"]
+    if isinstance(platform, str):
+        with open(os.path.join(os.path.dirname(scenario_path), platform)) as f:
+            platform = yaml.safe_load(f)
+    hosts = expand_hosts(platform)
+    policies = [p if isinstance(p, dict) else {"name": p} for p in scenario["policies"]]
+    for p in policies:
+        p.setdefault("label", p["name"])
+    if args.policy:
+        policies = [p for p in policies if p["label"] in args.policy]
+    build = os.path.abspath(args.build)
+    work = tempfile.mkdtemp(prefix="locosim-wan-")
+    rows = []
+    try:
+        build_network(hosts)
+        for p in policies:
+            run_real(build, scenario_path, p["label"], hosts, os.path.join(work, "real"), args.timeout)
+            real_dir = os.path.join(work, "real", scenario.get("name", "scenario"), p["label"])
+            # Calibrate: each host computes at the speed measured for its rank, links as emulated.
+            simulate(build, scenario, scenario_path, p, hosts, [1e12] * len(hosts), work, "unit")
+            flops = mean_step_s(os.path.join(work, "sim", "unit", p["label"], "events.csv"), 0) * 1e12
+            speeds = [flops / mean_step_s(os.path.join(real_dir, "events.csv"), r) for r in range(len(hosts))]
+            simulate(build, scenario, scenario_path, p, hosts, speeds, work, "calibrated")
+            per_round = int(p.get("inner_steps", 1)) if p["name"] != "ddp" else 1
+            predicted = round_time_s(os.path.join(work, "sim", "calibrated", p["label"], "metrics.csv"), per_round)
+            measured = round_time_s(os.path.join(real_dir, "metrics.csv"), per_round)
+            rows.append((p["label"], predicted, measured, (predicted - measured) / measured))
+    finally:
+        teardown(len(hosts))
+        shutil.rmtree(work, ignore_errors=True)
+    print("%-18s %12s %12s %8s" % ("policy", "predicted s", "measured s", "error"))
+    for label, predicted, measured, error in rows:
+        print("%-18s %12.3f %12.3f %7.1f%%" % (label, predicted, measured, 100 * error))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
