@@ -147,20 +147,38 @@ std::string human_time(double s) {
 
 }  // namespace
 
-std::string format_table(const std::vector<RunSummary>& rows) {
+std::string format_table(const std::vector<RunSummary>& unsorted) {
+  // With a target loss, rows rank by time to reach it (those that never do come last, as listed).
+  std::vector<RunSummary> rows = unsorted;
+  const bool has_target = !rows.empty() && rows[0].target_loss.has_value();
+  if (has_target) {
+    std::stable_sort(rows.begin(), rows.end(), [](const RunSummary& a, const RunSummary& b) {
+      if (a.time_to_target_s.has_value() != b.time_to_target_s.has_value()) return a.time_to_target_s.has_value();
+      return a.time_to_target_s.value_or(0) < b.time_to_target_s.value_or(0);
+    });
+  }
+  // Traffic relative to DDP (the first ddp row), when the comparison has one.
+  const RunSummary* ddp = nullptr;
+  for (const auto& r : unsorted) {
+    if (r.policy == "ddp" && !ddp) ddp = &r;
+  }
+  auto relative = [&](const RunSummary& r) -> std::string {
+    if (!ddp || ddp->sent_bytes_per_worker <= 0) return "";
+    const double ratio = r.sent_bytes_per_worker / ddp->sent_bytes_per_worker;
+    return ratio >= 0.1 ? fmt::format("{:.2f}x", ratio) : fmt::format("1/{:.0f}", 1 / ratio);
+  };
   size_t label_width = 6;
   for (const auto& r : rows) label_width = std::max(label_width, r.label.size());
-  std::string target = rows.empty() || !rows[0].target_loss ? "" : fmt::format("to {:.2f}", *rows[0].target_loss);
-  std::string out = fmt::format("{:<{}}  {:>10}  {:>7}  {:>12}  {:>12}  {:>10}  {:>9}  {:>10}\n", "policy", label_width,
-                                "wall-clock", "compute", "MB sent", "MB recv", "train loss", "eval loss",
-                                target.empty() ? "" : "time " + target);
-  out += fmt::format("{:<{}}  {:>10}  {:>7}  {:>12}  {:>12}  {:>10}  {:>9}  {:>10}\n", "", label_width, "(sim)", "util",
-                     "per worker", "per worker", "", "", "");
+  const std::string target = has_target ? fmt::format("to {:.2f}", *rows[0].target_loss) : "";
+  const char* line = "{:<{}}  {:>10}  {:>7}  {:>12}  {:>12}  {:>8}  {:>10}  {:>9}  {:>11}\n";
+  std::string out = fmt::format(line, "policy", label_width, "wall-clock", "compute", "MB sent", "MB recv",
+                                ddp ? "traffic" : "", "train loss", "eval loss", has_target ? "time " + target : "");
+  out += fmt::format(line, "", label_width, "", "util", "per worker", "per worker", ddp ? "vs ddp" : "", "", "", "");
   for (const auto& r : rows) {
-    std::string to_target = !r.target_loss ? "" : r.time_to_target_s ? human_time(*r.time_to_target_s) : "not reached";
-    out += fmt::format("{:<{}}  {:>10}  {:>6.1f}%  {:>12.1f}  {:>12.1f}  {:>10.3f}  {:>9.3f}  {:>10}\n", r.label,
+    std::string to_target = !has_target ? "" : r.time_to_target_s ? human_time(*r.time_to_target_s) : "not reached";
+    out += fmt::format("{:<{}}  {:>10}  {:>6.1f}%  {:>12.1f}  {:>12.1f}  {:>8}  {:>10.3f}  {:>9.3f}  {:>11}\n", r.label,
                        label_width, human_time(r.wall_clock_s), 100 * r.compute_utilization,
-                       r.sent_bytes_per_worker / 1e6, r.recv_bytes_per_worker / 1e6, r.final_train_loss,
+                       r.sent_bytes_per_worker / 1e6, r.recv_bytes_per_worker / 1e6, relative(r), r.final_train_loss,
                        r.final_eval_loss, to_target);
   }
   return out;

@@ -210,9 +210,14 @@ std::vector<RunSummary> run_scenario(const Scenario& scenario, const RunOptions&
   for (const PolicySpec* p : select(scenario, options.only_labels)) tasks.push_back({&scenario, p, root / p->label, p->label});
   fs::create_directories(root);
   run_tasks(tasks, options);
-  std::vector<RunSummary> rows = read_summaries(tasks);
-  write_summaries(rows, root / "summary.csv");
-  return rows;
+  // summary.csv covers every policy of the scenario that has a finished folder, so running one
+  // policy again (--policy) does not drop the others' rows.
+  std::vector<RunSummary> all;
+  for (const PolicySpec& p : scenario.policies) {
+    if (fs::exists(root / p.label / "summary.json")) all.push_back(read_summary_json((root / p.label / "summary.json").string()));
+  }
+  write_summaries(all, root / "summary.csv");
+  return read_summaries(tasks);
 }
 
 std::vector<std::vector<RunSummary>> run_sweep(const Sweep& sweep, const RunOptions& options) {
