@@ -1,6 +1,8 @@
 // ConfigError: formats "file:line:column: key: message".
 #include "config/error.hpp"
 
+#include <cstdio>
+
 namespace locosim {
 namespace {
 
@@ -19,5 +21,14 @@ ConfigError::ConfigError(std::string file, int line, int column, std::string key
       line_(line),
       column_(column),
       key_(std::move(key)) {}
+
+int report_failure(const std::exception& e, const char* program) {
+  if (dynamic_cast<const ConfigError*>(&e) || dynamic_cast<const std::invalid_argument*>(&e)) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return kExitBadInput;
+  }
+  std::fprintf(stderr, "%s: %s\n", program, e.what());
+  return 1;
+}
 
 }  // namespace locosim

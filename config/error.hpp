@@ -23,4 +23,11 @@ class ConfigError : public std::runtime_error {
   std::string key_;
 };
 
+// Exit code for bad input (a ConfigError or std::invalid_argument at the boundary).
+constexpr int kExitBadInput = 2;
+
+// How both command-line tools end on an exception: bad input prints "error: ..." and returns 2;
+// anything else prints "<program>: ..." and returns 1.
+int report_failure(const std::exception& e, const char* program);
+
 }  // namespace locosim

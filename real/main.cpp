@@ -14,7 +14,6 @@ using namespace locosim;
 
 namespace {
 
-constexpr int kBadInput = 2;
 
 const PolicySpec& choose_policy(const Scenario& scenario, const std::string& label) {
   if (label.empty() && scenario.policies.size() == 1) return scenario.policies[0];
@@ -46,7 +45,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
-    return code == 0 ? 0 : kBadInput;
+    return code == 0 ? 0 : kExitBadInput;
   }
   options.reduce = reduce == "exact" ? ReduceMode::exact : ReduceMode::native;
 
@@ -72,14 +71,7 @@ int main(int argc, char** argv) {
     }
     run_rank(scenario, policy, env, options);
     return 0;
-  } catch (const ConfigError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return kBadInput;
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return kBadInput;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "locosim-real: %s\n", e.what());
-    return 1;
+    return report_failure(e, "locosim-real");
   }
 }

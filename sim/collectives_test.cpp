@@ -11,6 +11,7 @@
 #include "config/section.hpp"
 #include "sim/platform.hpp"
 #include "sim/sim_transport.hpp"
+#include "sim/sim_test_util.hpp"
 #include "tests/doctest_torch.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -52,22 +53,9 @@ const char* kTwoSites =
     "  - {name: u, site: us, accelerator: gpu, count: 2}\n"
     "relay: {uplink: {bandwidth: 10 Gbps, latency: 1 ms}, downlink: {bandwidth: 10 Gbps, latency: 1 ms}}\n";
 
-PlatformSpec parse(const std::string& yaml) {
-  Section s = Section::load_string(yaml, "test.yaml");
-  return parse_platform(s);
-}
+PlatformSpec parse(const std::string& yaml) { return platform_from_yaml(yaml, "test.yaml"); }
 
-struct Sim {
-  int argc = 1;
-  char name[5] = "test";
-  char* argv[2] = {name, nullptr};
-  sg4::Engine engine{&argc, argv};
-  BuiltPlatform platform;
-  explicit Sim(const PlatformSpec& spec) {
-    configure_network_model(engine);
-    platform = build_platform(spec);
-  }
-};
+using Sim = TestSim;
 
 // Runs side(rank) on every worker's host and, if given, serve() on the relay; returns when each
 // worker's side finished.

@@ -20,7 +20,6 @@ using namespace locosim;
 
 namespace {
 
-constexpr int kBadInput = 2;
 
 int check(const std::vector<std::string>& files) {
   int code = 0;
@@ -33,7 +32,7 @@ int check(const std::vector<std::string>& files) {
       std::printf(")\n");
     } catch (const ConfigError& e) {
       std::fprintf(stderr, "error: %s\n", e.what());
-      code = kBadInput;
+      code = kExitBadInput;
     }
   }
   return code;
@@ -96,7 +95,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
-    return code == 0 ? 0 : kBadInput;
+    return code == 0 ? 0 : kExitBadInput;
   }
 
   try {
@@ -107,14 +106,7 @@ int main(int argc, char** argv) {
     }
     options.live_progress = !no_progress && wants_live_progress();
     return run(run_file, options, link_bucket);
-  } catch (const ConfigError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return kBadInput;
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return kBadInput;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "locosim: %s\n", e.what());
-    return 1;
+    return report_failure(e, "locosim");
   }
 }

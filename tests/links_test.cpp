@@ -10,6 +10,7 @@
 #include "config/section.hpp"
 #include "sim/collectives.hpp"
 #include "sim/platform.hpp"
+#include "sim/sim_test_util.hpp"
 #include "tests/doctest_torch.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -17,22 +18,9 @@ using namespace locosim;
 
 namespace {
 
-PlatformSpec platform_from(const std::string& yaml) {
-  Section s = Section::load_string(yaml, "links-test.yaml");
-  return parse_platform(s);
-}
+PlatformSpec platform_from(const std::string& yaml) { return platform_from_yaml(yaml, "links-test.yaml"); }
 
-struct Sim {
-  int argc = 1;
-  char name[5] = "test";
-  char* argv[2] = {name, nullptr};
-  sg4::Engine engine{&argc, argv};
-  BuiltPlatform platform;
-  explicit Sim(const PlatformSpec& spec) {
-    configure_network_model(engine);
-    platform = build_platform(spec);
-  }
-};
+using Sim = TestSim;
 
 const LinkTraffic& traffic(const LinkReport& r, const std::string& link) {
   for (const auto& l : r.links) {
