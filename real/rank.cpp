@@ -51,15 +51,16 @@ std::vector<Row> from_bytes(const std::vector<uint8_t>& bytes) {
   return rows;
 }
 
-// Every 100 ms, each rank stamps "beat/<rank>" with the time; after a failure the survivors read the
-// stamps to name the rank that stopped.
+// Every 100 ms, each rank bumps its counter "beat/<rank>" in the store; after a failure the survivors
+// watch the counters for a second to name the rank that stopped. Counters, not timestamps, so that
+// clock skew between machines cannot mislead.
 class Heartbeat {
  public:
   Heartbeat(c10::intrusive_ptr<c10d::Store> store, int rank) : store_(std::move(store)), rank_(rank) {
     thread_ = std::thread([this] {
-      while (!stop_) {
+      for (int64_t beat = 1; !stop_; ++beat) {
         try {
-          store_->set("beat/" + std::to_string(rank_), to_bytes(std::vector<int64_t>{now_ms()}));
+          store_->set("beat/" + std::to_string(rank_), to_bytes(std::vector<int64_t>{beat}));
         } catch (...) {
           return;  // the store's host is gone; the training loop will report it
         }
@@ -72,37 +73,33 @@ class Heartbeat {
     thread_.join();
   }
 
-  static int64_t now_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
+  // The other ranks whose counter does not move for `watch`, as "rank 2, rank 3"; "rank 0 (its store
+  // is unreachable)" when the store itself is gone.
+  std::string silent_ranks(int world_size, std::chrono::milliseconds watch) {
+    try {
+      std::vector<int64_t> before = beats(world_size);
+      std::this_thread::sleep_for(watch);
+      std::vector<int64_t> after = beats(world_size);
+      std::string out;
+      for (int r = 0; r < world_size; ++r) {
+        if (r != rank_ && after[r] == before[r]) out += (out.empty() ? "" : ", ") + std::string("rank ") + std::to_string(r);
+      }
+      return out;
+    } catch (...) {
+      return rank_ == 0 ? "" : "rank 0 (its store is unreachable)";
+    }
   }
 
-  // Which ranks have not stamped for `stale_ms`, as "rank 2 (silent for 12.3 s)".
-  std::string silent_ranks(int world_size, int64_t stale_ms) {
-    std::string out;
+ private:
+  std::vector<int64_t> beats(int world_size) {
+    std::vector<int64_t> out(world_size, 0);
     for (int r = 0; r < world_size; ++r) {
-      if (r == rank_) continue;
-      try {
-        const std::string key = "beat/" + std::to_string(r);
-        if (!store_->check({key})) {  // get() would block until the key appears
-          out += (out.empty() ? "" : ", ") + std::string("rank ") + std::to_string(r) + " (never checked in)";
-          continue;
-        }
-        auto beat = from_bytes<int64_t>(store_->get(key));
-        int64_t age = now_ms() - beat[0];
-        if (age > stale_ms) {
-          char silent[64];
-          std::snprintf(silent, sizeof silent, " (silent for %.1f s)", age / 1000.0);
-          out += (out.empty() ? "" : ", ") + std::string("rank ") + std::to_string(r) + silent;
-        }
-      } catch (...) {
-        return rank_ == 0 ? out : "rank 0 (its store is unreachable)";
-      }
+      const std::string key = "beat/" + std::to_string(r);
+      if (store_->check({key})) out[r] = from_bytes<int64_t>(store_->get(key))[0];  // get() blocks on absent keys
     }
     return out;
   }
 
- private:
   c10::intrusive_ptr<c10d::Store> store_;
   int rank_;
   std::atomic<bool> stop_{false};
@@ -200,12 +197,7 @@ void run_rank(const Scenario& scenario, const PolicySpec& policy, const RankEnv&
     loop.run();
   } catch (const std::exception& e) {
     const int64_t step = recorder.metrics().empty() ? 1 : recorder.metrics().back().step + 1;
-    // A lost peer is often noticed at once (connection reset): give its heartbeat time to go stale.
-    std::string lost;
-    for (int tries = 0; tries < 30 && lost.empty(); ++tries) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      lost = heartbeat.silent_ranks(env.world_size, 1000);
-    }
+    const std::string lost = heartbeat.silent_ranks(env.world_size, std::chrono::milliseconds(1500));
     throw std::runtime_error("rank " + std::to_string(env.rank) + ": step " + std::to_string(step) +
                              ": a collective failed" + (lost.empty() ? "" : ": lost " + lost) + " (timeout " +
                              std::to_string(options.timeout_s) + " s): " + std::string(e.what()).substr(0, 300));
