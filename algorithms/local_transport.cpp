@@ -52,10 +52,7 @@ class LocalTransport : public Transport {
     uint64_t seq = contribute(std::move(copy));
     return Pending([this, seq, &out] {
       collect(seq, [&](Collective& c) {
-        out.assign(c.contributions.size(), {});
-        for (size_t r = 0; r < c.contributions.size(); ++r) {
-          for (const auto& x : c.contributions[r]) out[r].push_back(x.clone());
-        }
+        out = gathered_copy(c.contributions);
       });
     });
   }

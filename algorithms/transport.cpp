@@ -19,6 +19,14 @@ std::vector<torch::Tensor> mean_in_rank_order(const std::vector<std::vector<torc
   return out;
 }
 
+std::vector<std::vector<torch::Tensor>> gathered_copy(const std::vector<std::vector<torch::Tensor>>& contributions) {
+  std::vector<std::vector<torch::Tensor>> out(contributions.size());
+  for (size_t r = 0; r < contributions.size(); ++r) {
+    for (const auto& x : contributions[r]) out[r].push_back(x.clone());
+  }
+  return out;
+}
+
 double wire_bytes(const std::vector<torch::Tensor>& xs, WireFormat format) {
   double total = 0;
   for (const auto& x : xs) total += wire_bytes(format, x.numel());

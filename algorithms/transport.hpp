@@ -75,6 +75,9 @@ class Transport {
 std::vector<torch::Tensor> mean_in_rank_order(const std::vector<std::vector<torch::Tensor>>& contributions,
                                               WireFormat format);
 
+// What all_gather hands every caller: each rank's contribution, cloned (so callers own their copies).
+std::vector<std::vector<torch::Tensor>> gathered_copy(const std::vector<std::vector<torch::Tensor>>& contributions);
+
 // Sum of the sizes in bytes of xs on the wire (before Wire::scale).
 double wire_bytes(const std::vector<torch::Tensor>& xs, WireFormat format);
 

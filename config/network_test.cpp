@@ -111,13 +111,7 @@ CollectiveChoice network(const std::string& yaml, const PlatformSpec& p) {
 }
 
 ConfigError network_error(const std::string& yaml, const PlatformSpec& p) {
-  try {
-    network(yaml, p);
-  } catch (const ConfigError& e) {
-    return e;
-  }
-  FAIL("expected a ConfigError");
-  return ConfigError("", 0, 0, "", "");
+  return error_of([&] { network(yaml, p); });
 }
 
 }  // namespace

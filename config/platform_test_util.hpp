@@ -1,4 +1,4 @@
-// Helpers shared by the platform parsing tests: parse YAML text, catch the expected ConfigError.
+// Helpers shared by the config tests: parse platform YAML text, catch the expected ConfigError.
 #pragma once
 #include <string>
 
@@ -14,15 +14,21 @@ inline locosim::PlatformSpec parse(const std::string& yaml) {
   return locosim::parse_platform(s);
 }
 
-// Parses `yaml`, expecting a ConfigError; returns it for the caller to check.
-inline locosim::ConfigError parse_error(const std::string& yaml) {
+// Runs `read`, expecting a ConfigError; returns it for the caller to check (fails the test if none).
+template <class F>
+locosim::ConfigError error_of(F&& read) {
   try {
-    parse(yaml);
+    read();
   } catch (const locosim::ConfigError& e) {
     return e;
   }
   FAIL("expected a ConfigError");
   return locosim::ConfigError("", 0, 0, "", "");
+}
+
+// Parses `yaml`, expecting a ConfigError.
+inline locosim::ConfigError parse_error(const std::string& yaml) {
+  return error_of([&] { parse(yaml); });
 }
 
 inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }

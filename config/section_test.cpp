@@ -2,25 +2,12 @@
 #include "config/section.hpp"
 
 #include "config/error.hpp"
+#include "config/platform_test_util.hpp"
 #include "tests/doctest_torch.hpp"
 
 using namespace locosim;
+using platform_test::error_of;
 
-namespace {
-
-// Runs `read` and returns the ConfigError it throws; fails the test if it throws nothing.
-template <class F>
-ConfigError error_of(F&& read) {
-  try {
-    read();
-  } catch (const ConfigError& e) {
-    return e;
-  }
-  FAIL("expected a ConfigError");
-  return ConfigError("", 0, 0, "", "");
-}
-
-}  // namespace
 
 TEST_CASE("section reads typed values and records them in the resolved tree") {
   Section s = Section::load_string("steps: 10\nlr: 0.5\nname: x\non: true\n", "a.yaml");

@@ -104,10 +104,7 @@ Pending SimTransport::all_gather(const std::vector<torch::Tensor>& mine, double 
   auto [seq, flows] = start(std::move(copy), all_gather_flows(bytes));
   return Pending([this, seq = seq, flows = flows, &out] {
     finish(seq, flows, [&](SimCollective& c) {
-      out.assign(c.contributions.size(), {});
-      for (size_t r = 0; r < c.contributions.size(); ++r) {
-        for (const auto& x : c.contributions[r]) out[r].push_back(x.clone());
-      }
+      out = gathered_copy(c.contributions);
     });
   });
 }
