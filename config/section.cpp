@@ -1,8 +1,10 @@
 // Section: strict, position-aware reading of a YAML mapping (see section.hpp).
 #include "config/section.hpp"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -26,6 +28,8 @@ struct Section::Impl {
 };
 
 namespace {
+
+namespace fs = std::filesystem;
 
 std::string format_number(double v) {
   char buf[64];
@@ -98,7 +102,66 @@ std::shared_ptr<Section::Impl> make_impl(const std::string& file, const std::str
   return impl;
 }
 
+// "16 MiB", "1 GiB", or bytes when the limit is not a whole number of either.
+std::string format_bytes(uintmax_t bytes) {
+  if (bytes >= (1u << 30) && bytes % (1u << 30) == 0) return std::to_string(bytes >> 30) + " GiB";
+  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
+  return std::to_string(bytes) + " bytes";
+}
+
+// Records where each document of a YAML stream starts (its '---' when it has one).
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> marks;
+  void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+YAML::Mark document_start(const std::string& yaml, size_t index) {
+  std::istringstream in(yaml);
+  YAML::Parser parser(in);
+  DocumentStarts starts;
+  while (starts.marks.size() <= index && parser.HandleNextDocument(starts)) {
+  }
+  return index < starts.marks.size() ? starts.marks[index] : YAML::Mark::null_mark();
+}
+
 }  // namespace
+
+std::string regular_file_problem(const std::string& path, uintmax_t max_bytes) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);  // follows symbolic links; opens nothing
+  switch (status.type()) {
+    case fs::file_type::regular: break;
+    case fs::file_type::not_found: return "does not exist";
+    case fs::file_type::directory: return "is a directory, not a file";
+    case fs::file_type::fifo: return "is a FIFO (named pipe), not a regular file";
+    case fs::file_type::character:
+    case fs::file_type::block: return "is a device, not a regular file";
+    case fs::file_type::socket: return "is a socket, not a regular file";
+    case fs::file_type::none: return "cannot be examined (" + ec.message() + ")";
+    default: return "is not a regular file";
+  }
+  const uintmax_t bytes = fs::file_size(path, ec);
+  if (ec) return "cannot be examined (" + ec.message() + ")";
+  if (bytes > max_bytes) {
+    return "is " + std::to_string(bytes) + " bytes, more than the " + format_bytes(max_bytes) + " allowed";
+  }
+  return "";
+}
+
+bool is_identifier(const std::string& text) {
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
+  if (text.empty() || text.size() > 64 || !alnum(text[0])) return false;
+  return std::all_of(text.begin(), text.end(), [&](char c) { return alnum(c) || c == '.' || c == '_' || c == '-'; });
+}
 
 bool Range::contains(double v) const {
   if (lo_open ? !(v > lo) : !(v >= lo)) return false;
@@ -121,10 +184,12 @@ Section& Section::operator=(const Section&) = default;
 Section::~Section() = default;
 
 Section Section::load_file(const std::string& path) {
+  // Checked before opening: a FIFO would block the open, /dev/zero would be read until memory runs out.
+  const std::string problem = regular_file_problem(path, kMaxYamlFileBytes);
+  if (problem == "does not exist") throw ConfigError(path, 0, 0, "", "cannot be read (does the file exist?)");
+  if (!problem.empty()) throw ConfigError(path, 0, 0, "", problem + "; a scenario or platform is a YAML text file");
   std::ifstream in(path);
-  if (!in || std::filesystem::is_directory(path)) {
-    throw ConfigError(path, 0, 0, "", "cannot be read (does the file exist?)");
-  }
+  if (!in) throw ConfigError(path, 0, 0, "", "cannot be read (check its permissions)");
   std::stringstream text;
   text << in.rdbuf();
   return load_string(text.str(), path);
@@ -133,7 +198,14 @@ Section Section::load_file(const std::string& path) {
 Section Section::load_string(const std::string& yaml, const std::string& file) {
   YAML::Node root;
   try {
-    root = YAML::Load(yaml);
+    std::vector<YAML::Node> documents = YAML::LoadAll(yaml);
+    if (documents.size() > 1) {
+      const YAML::Mark start = document_start(yaml, 1);
+      throw ConfigError(file, start.line + 1, start.column + 1, "",
+                        "a second YAML document starts here, and only the first would be read: remove this '---' "
+                        "and merge its keys into the first document, or move them to a file of their own");
+    }
+    if (!documents.empty()) root = documents[0];
   } catch (const YAML::Exception& e) {
     throw ConfigError(file, e.mark.line + 1, e.mark.column + 1, "", "invalid YAML: " + e.msg);
   }
@@ -260,6 +332,16 @@ std::string Section::choice(const std::string& key, const std::vector<std::strin
   return value;
 }
 
+std::string Section::identifier(const std::string& key, std::optional<std::string> fallback) {
+  const bool given = has(key);
+  std::string value = text(key, fallback);
+  if (!is_identifier(value)) {
+    fail(key, "must be an identifier (a letter or digit, then letters, digits, '.', '_' or '-'; at most 64 "
+              "characters): it names a folder; got '" + value + "'" + (given ? "" : " (the default: set " + key + ")"));
+  }
+  return value;
+}
+
 std::vector<double> Section::numbers(const std::string& key, size_t count, std::optional<std::vector<double>> fallback,
                                      Range range) {
   YAML::Node n = lookup(*impl_, key);
@@ -301,7 +383,10 @@ double Section::quantity(const std::string& key, Quantity kind, std::optional<st
   std::string why;
   std::optional<double> value = parse_quantity(text, kind, &why);
   if (!value) fail(key, why);
-  if (!range.contains(*value)) fail(key, "must be " + range.describe() + " (in base units), got '" + text + "'");
+  if (!range.contains(*value)) {
+    static const char* const kBaseUnit[] = {"bit/s", "s", "FLOP/s", "bytes"};  // by Quantity
+    fail(key, "must be " + range.describe() + " " + kBaseUnit[static_cast<int>(kind)] + ", got '" + text + "'");
+  }
   impl_->resolved[key] = text;
   return *value;
 }

@@ -37,11 +37,24 @@ struct Range {
 // Physical quantities written with a unit suffix ("100 Mbps", "20 ms", "989 TFLOPS", "4 GiB").
 enum class Quantity { bandwidth_bps, duration_s, flops, bytes };
 
+// Scenario and platform files are small: anything larger is a mistake (a corpus named as a scenario).
+constexpr uintmax_t kMaxYamlFileBytes = 16u << 20;
+
+// "" if `path` is a regular file (symbolic links followed) of at most max_bytes, else why not ("does not
+// exist", "is a FIFO, not a regular file", "is 20000000 bytes, more than the 16 MiB allowed"). Looks at the
+// file's status only: a FIFO or a device is refused without being opened (opening a FIFO blocks).
+std::string regular_file_problem(const std::string& path, uintmax_t max_bytes);
+
+// Scenario names and policy labels name folders: a letter or digit, then letters, digits, '.', '_' or
+// '-', at most 64 characters (so no "", ".", "..", hidden names or paths).
+bool is_identifier(const std::string& text);
+
 class Section {
  public:
-  // Loads a YAML file whose top level must be a mapping. Throws ConfigError (missing file, syntax).
+  // Loads a YAML file whose top level must be a mapping: a regular file of at most kMaxYamlFileBytes
+  // holding one YAML document. Throws ConfigError (missing or odd file, syntax, a second document).
   static Section load_file(const std::string& path);
-  // Parses YAML text; `file` names it in messages (tests use this).
+  // Parses YAML text (one document); `file` names it in messages (tests use this).
   static Section load_string(const std::string& yaml, const std::string& file);
 
   Section(const Section&);
@@ -63,6 +76,8 @@ class Section {
   std::string text(const std::string& key, std::optional<std::string> fallback = std::nullopt);
   std::string choice(const std::string& key, const std::vector<std::string>& allowed,
                      std::optional<std::string> fallback = std::nullopt);
+  // A string that names a folder: is_identifier() must hold (the fallback too).
+  std::string identifier(const std::string& key, std::optional<std::string> fallback = std::nullopt);
   std::vector<double> numbers(const std::string& key, size_t count, std::optional<std::vector<double>> fallback,
                               Range range = Range::any());
   // A quantity with its unit, in the base unit of its kind (bits/s, seconds, FLOP/s, bytes).

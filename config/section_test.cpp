@@ -1,6 +1,12 @@
 // Section: every bad value names file, line, column, dotted key and the constraint.
 #include "config/section.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include "config/error.hpp"
 #include "config/platform_test_util.hpp"
 #include "tests/doctest_torch.hpp"
@@ -95,4 +101,76 @@ TEST_CASE("choices, number lists and relative paths") {
   CHECK(std::string(error_of([&] { s.numbers("betas", 2, std::nullopt); }).what()).find("list of 2 numbers") !=
         std::string::npos);
   CHECK(s.file_path("data") == "corpus.txt");
+}
+
+TEST_CASE("section: a quantity too large for a double is a ConfigError naming the key, not std::stod's exception") {
+  std::string why;
+  CHECK_FALSE(parse_quantity("1e400 Mbps", Quantity::bandwidth_bps, &why));
+  CHECK(why.find("out of range") != std::string::npos);
+  CHECK_FALSE(parse_quantity("-1e999 s", Quantity::duration_s, &why));
+  CHECK_FALSE(parse_quantity("1e308 TFLOPS", Quantity::flops, &why));  // finite mantissa, infinite product
+  Section s = Section::load_string("link:\n  bandwidth: 1e400 Mbps\n", "p.yaml");
+  Section link = s.child("link");
+  ConfigError e = error_of([&] { link.quantity("bandwidth", Quantity::bandwidth_bps); });
+  CHECK(e.key() == "link.bandwidth");
+  CHECK(e.line() == 2);
+  CHECK(std::string(e.what()).find("got '1e400 Mbps', which is out of range") != std::string::npos);
+}
+
+TEST_CASE("section: a second YAML document is an error at its '---', not silently ignored") {
+  ConfigError e = error_of([] { Section::load_string("a: 1\nb: 2\n---\nc: 3\n", "two.yaml"); });
+  CHECK(e.file() == "two.yaml");
+  CHECK(e.line() == 3);
+  CHECK(std::string(e.what()).find("a second YAML document starts here") != std::string::npos);
+  CHECK(error_of([] { Section::load_string("a: 1\n---\n", "empty-second.yaml"); }).line() == 2);
+  // A leading '---' opens the first (and only) document.
+  Section one = Section::load_string("---\na: 1\n", "one.yaml");
+  CHECK(one.integer("a") == 1);
+}
+
+TEST_CASE("section: identifiers name folders: a letter or digit first, then [A-Za-z0-9._-], at most 64") {
+  for (const char* good : {"a", "9", "diloco-h50", "run_1.b", "A.b-c_d"}) {
+    CAPTURE(good);
+    CHECK(is_identifier(good));
+  }
+  for (std::string bad : {"", ".", "..", ".hidden", "-x", "_x", "/abs/path", "a/b", "a b", "x\n", "é"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(is_identifier(bad));
+  }
+  CHECK(is_identifier(std::string(64, 'a')));
+  CHECK_FALSE(is_identifier(std::string(65, 'a')));
+
+  Section s = Section::load_string("label: '..'\nname: ok-1\n", "s.yaml");
+  CHECK(s.identifier("name") == "ok-1");
+  ConfigError e = error_of([&] { s.identifier("label"); });
+  CHECK(e.key() == "label");
+  CHECK(e.line() == 1);
+  CHECK(std::string(e.what()).find("must be an identifier (a letter or digit, then letters, digits, '.', '_' or '-'; "
+                                   "at most 64 characters): it names a folder; got '..'") != std::string::npos);
+  // A default that is no identifier (a file's stem, say) is refused too, and says so.
+  ConfigError defaulted = error_of([&] { s.identifier("title", std::string(".x")); });
+  CHECK(std::string(defaulted.what()).find("got '.x' (the default: set title)") != std::string::npos);
+}
+
+TEST_CASE("section: load_file refuses a FIFO, a device and an oversized file without reading them") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("locosim-section-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string fifo = (dir / "fifo.yaml").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);  // opening it would block until a writer comes
+  ConfigError e = error_of([&] { Section::load_file(fifo); });
+  CHECK(e.file() == fifo);
+  CHECK(std::string(e.what()).find("is a FIFO (named pipe), not a regular file") != std::string::npos);
+  CHECK(std::string(error_of([] { Section::load_file("/dev/zero"); }).what()).find("is a device") != std::string::npos);
+  CHECK(std::string(error_of([&] { Section::load_file(dir.string()); }).what()).find("is a directory") !=
+        std::string::npos);
+
+  const fs::path big = dir / "big.yaml";
+  std::ofstream(big) << "a: 1\n";
+  fs::resize_file(big, kMaxYamlFileBytes + 1);  // sparse: nothing is written
+  CHECK(std::string(error_of([&] { Section::load_file(big.string()); }).what())
+            .find("is 16777217 bytes, more than the 16 MiB allowed") != std::string::npos);
+  CHECK(regular_file_problem(big.string(), kMaxYamlFileBytes + 1) == "");
+  fs::remove_all(dir);
 }

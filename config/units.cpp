@@ -1,5 +1,7 @@
 // Unit-suffixed quantities: "100 Mbps", "20 ms", "989 TFLOPS", "4 GiB" → base units.
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <regex>
 
@@ -62,8 +64,13 @@ std::optional<double> parse_quantity(const std::string& text, Quantity kind, std
   if (!m[2].matched) return explain("got '" + text + "' with no unit");
   for (const auto& [suffix, factor] : units_of(kind)) {
     if (m[2].str() == suffix) {
-      double value = std::stod(m[1].str()) * factor;
-      if (!std::isfinite(value)) return explain("got '" + text + "', which is not finite");
+      // strtod, not std::stod: an overflow is a message naming the key, not an exception naming stod.
+      const std::string number = m[1].str();
+      errno = 0;
+      const double mantissa = std::strtod(number.c_str(), nullptr);
+      const bool overflow = errno == ERANGE && std::fabs(mantissa) > 1;
+      const double value = mantissa * factor;
+      if (overflow || !std::isfinite(value)) return explain("got '" + text + "', which is out of range (not finite)");
       return value;
     }
   }
