@@ -1,8 +1,10 @@
 # Entry points for users and CI. Both install what is missing, then build.
 BUILD ?= build
 JOBS ?= $(shell nproc)
+FUZZ_SECONDS ?= 600
+FUZZ_RUNS ?=
 
-.PHONY: deps build demo test clean
+.PHONY: deps build demo test fuzz clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -16,6 +18,10 @@ demo: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The loader fuzzer (fuzz/README.md): FUZZ_SECONDS of fuzzing, or FUZZ_RUNS inputs when that is set.
+fuzz: deps
+	./fuzz/run.sh --build $(BUILD)/fuzz/clang $(if $(FUZZ_RUNS),--runs $(FUZZ_RUNS),--seconds $(FUZZ_SECONDS))
 
 clean:
 	rm -rf $(BUILD)

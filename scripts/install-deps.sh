@@ -8,6 +8,7 @@ packages=(
   libsimgrid-dev libtorch-dev libeigen3-dev libyaml-cpp-dev doctest-dev
   libopenblas0-openmp libgloo-dev libcli11-dev libfmt-dev nlohmann-json3-dev
   bible-kjv
+  clang libclang-rt-dev
   python3-pandas python3-matplotlib jupyter-nbconvert python3-ipykernel
 )
 
