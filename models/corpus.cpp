@@ -41,11 +41,23 @@ int64_t first_invalid_utf8(const std::string& text) {
   return -1;
 }
 
-// Reads `path` into *content; returns "" or the reason the file cannot be a corpus.
+// Reads `path` into *content; returns "" or the reason the file cannot be a corpus. The file's status
+// is checked before it is opened: opening a FIFO blocks, and /dev/zero would be read until memory ends.
 std::string read_corpus_file(const std::string& path, std::string* content) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return "does not exist";
-  if (std::filesystem::is_directory(path, ec)) return "is a directory, not a text file";
+  const fs::file_status status = fs::status(path, ec);  // follows symbolic links
+  if (status.type() == fs::file_type::not_found) return "does not exist";
+  if (status.type() == fs::file_type::directory) return "is a directory, not a text file";
+  if (status.type() != fs::file_type::regular) {
+    return "is not a regular file (a FIFO, device or socket cannot be a corpus): give the path of a text file";
+  }
+  const uintmax_t bytes = fs::file_size(path, ec);
+  if (ec) return "cannot be examined (" + ec.message() + ")";
+  if (bytes > kMaxCorpusBytes) {
+    return "is " + std::to_string(bytes) + " bytes, more than the 1 GiB a corpus may have (it is held in memory "
+           "as int64 tokens, 8 bytes per byte): use a part of it";
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return "cannot be read (check its permissions)";
   std::ostringstream buffer;

@@ -40,8 +40,12 @@ class Corpus {
   int64_t size_bytes_;
 };
 
+// The largest corpus: its tokens are held as int64, 8 bytes per byte of text.
+constexpr uintmax_t kMaxCorpusBytes = uintmax_t(1) << 30;
+
 // Checks that a file can serve as a corpus without loading torch: "" if fine, else why not
-// ("does not exist", "cannot be read", "is empty", "is not valid UTF-8 (first bad byte at offset N)").
+// ("does not exist", "is not a regular file ...", "is N bytes, more than the 1 GiB ...", "cannot be read",
+// "is empty", "is not valid UTF-8 (first bad byte at offset N)"). A FIFO or device is never opened.
 std::string corpus_file_problem(const std::string& path);
 
 // One worker's slice of the train split; draws batches from its own RNG, so the sequence of batches

@@ -7,6 +7,7 @@
 #include <set>
 #include <stdexcept>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "models/tokenizer.hpp"
@@ -90,6 +91,18 @@ TEST_CASE("models/corpus_file_problem: missing, empty, invalid UTF-8 and good fi
   const std::string good = dir.write("good.txt", "héllo 東京 🚀\n");
   CHECK(corpus_file_problem(good) == "");
   CHECK(Corpus::from_file(good, 0.0).size_bytes() == 19);  // 1+2+3+1+6+1+4+1 bytes
+}
+
+TEST_CASE("models/corpus_file_problem: a FIFO, a device or a file over 1 GiB is refused without being read") {
+  const TempDir dir;
+  const std::string fifo = (dir.path / "pipe").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);  // opening it would block until a writer comes
+  CHECK(corpus_file_problem(fifo).find("is not a regular file") == 0);
+  CHECK(corpus_file_problem("/dev/zero").find("is not a regular file") == 0);  // would be read for ever
+  const std::string big = dir.write("big.txt", "a");
+  fs::resize_file(big, kMaxCorpusBytes + 1);  // sparse: nothing is written, and nothing may be read
+  CHECK(corpus_file_problem(big).find("is 1073741825 bytes, more than the 1 GiB a corpus may have") == 0);
+  CHECK_THROWS_WITH(Corpus::from_file(fifo, 0.1), doctest::Contains("is not a regular file"));
 }
 
 TEST_CASE("models/Corpus::from_file: the error names the file and the reason") {
