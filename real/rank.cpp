@@ -21,7 +21,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-int int_env(const char* name, std::optional<int> fallback) {
+// The integer in the environment variable `name`, which must lie in [lo, hi]; `fallback` when unset.
+// Nothing is wrapped or clipped: MASTER_PORT=70000 is an error, not another port.
+int int_env(const char* name, int lo, int hi, std::optional<int> fallback) {
   const char* value = std::getenv(name);
   if (!value) {
     if (fallback) return *fallback;
@@ -29,9 +31,11 @@ int int_env(const char* name, std::optional<int> fallback) {
                                 "MASTER_ADDR, MASTER_PORT; or use --spawn N)");
   }
   char* end = nullptr;
-  long v = std::strtol(value, &end, 10);
-  if (*value == '\0' || *end != '\0' || v < 0) {
-    throw std::invalid_argument(std::string(name) + " must be a non-negative integer, got '" + value + "'");
+  errno = 0;
+  const long v = std::strtol(value, &end, 10);
+  if (*value == '\0' || *end != '\0' || errno == ERANGE || v < lo || v > hi) {
+    throw std::invalid_argument(std::string(name) + " must be an integer in [" + std::to_string(lo) + ", " +
+                                std::to_string(hi) + "], got '" + value + "'");
   }
   return static_cast<int>(v);
 }
@@ -153,11 +157,13 @@ void write_run_folder(const Scenario& scenario, const PolicySpec& policy, const 
 }  // namespace
 
 RankEnv RankEnv::from_environment() {
+  // Far above any platform (at most 1024 hosts); bounds the store's rendezvous and the rank numbers.
+  constexpr int kMaxWorldSize = 100000;
   RankEnv env;
-  env.rank = int_env("RANK", std::nullopt);
-  env.world_size = int_env("WORLD_SIZE", std::nullopt);
-  env.local_rank = int_env("LOCAL_RANK", env.rank);
-  env.master_port = int_env("MASTER_PORT", 29500);
+  env.rank = int_env("RANK", 0, kMaxWorldSize - 1, std::nullopt);
+  env.world_size = int_env("WORLD_SIZE", 1, kMaxWorldSize, std::nullopt);
+  env.local_rank = int_env("LOCAL_RANK", 0, kMaxWorldSize - 1, env.rank);
+  env.master_port = int_env("MASTER_PORT", 1, 65535, 29500);  // a TCP port; 0 would pick a random one
   if (const char* addr = std::getenv("MASTER_ADDR")) env.master_addr = addr;
   if (env.world_size < 1 || env.rank >= env.world_size) {
     throw std::invalid_argument("RANK (" + std::to_string(env.rank) + ") must be below WORLD_SIZE (" +
