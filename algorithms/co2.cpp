@@ -24,12 +24,14 @@ namespace locosim {
 
 Co2Config Co2Config::parse(Section& s) {
   Co2Config c;
-  c.inner_steps = s.integer("inner_steps", c.inner_steps, Range::at_least(1));
-  c.outer_lr = s.number("outer_lr", c.outer_lr, Range::positive());
+  c.inner_steps = s.integer("inner_steps", c.inner_steps, Range::closed(1, kMaxSteps));
+  c.outer_lr = s.number("outer_lr", c.outer_lr, Range::open_closed(0, kMaxOuterLr));
   c.outer_momentum = s.number("outer_momentum", c.outer_momentum, Range::closed_open(0, 1));
   c.penalty = s.choice("penalty", {"gap", "none"}, "gap") == "gap" ? Co2Penalty::gap : Co2Penalty::none;
-  if (c.penalty == Co2Penalty::gap) c.gap_penalty = s.number("gap_penalty", c.gap_penalty, Range::positive());
-  c.momentum_clip = s.number("momentum_clip", c.momentum_clip, Range::non_negative());
+  // λ divides the averaged progress: far below 1e-3 it overflows, far above 1e3 nothing moves.
+  if (c.penalty == Co2Penalty::gap) c.gap_penalty = s.number("gap_penalty", c.gap_penalty, Range::closed(1e-3, 1e3));
+  // 0 turns clipping off; outer momenta are parameter-sized, so above 1e6 a clip never bites.
+  c.momentum_clip = s.number("momentum_clip", c.momentum_clip, Range::closed(0, 1e6));
   c.delay = s.integer("delay", c.delay, Range::closed(0, 1));
   c.wire = wire_format_from_name(s.choice("wire", wire_format_names(), wire_format_name(c.wire)));
   return c;

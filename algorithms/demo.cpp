@@ -25,12 +25,18 @@ namespace locosim {
 
 DemoConfig DemoConfig::parse(Section& s) {
   DemoConfig c;
-  c.lr = s.number("lr", c.lr, Range::positive());
+  c.lr = s.number("lr", c.lr, Range::open_closed(0, kMaxLr));
   c.momentum_decay = s.number("momentum_decay", c.momentum_decay, Range::closed_open(0, 1));
-  c.topk = s.integer("topk", c.topk, Range::at_least(1));
-  c.chunk = s.integer("chunk", c.chunk, Range::at_least(1));
-  c.weight_decay = s.number("weight_decay", c.weight_decay, Range::non_negative());
+  c.topk = s.integer("topk", c.topk, Range::at_least(1));  // <= chunk², checked below
+  // s: each chunk side gets an s×s DCT basis; blocks are no larger than the model (d_model <= 16384).
+  c.chunk = s.integer("chunk", c.chunk, Range::closed(1, 16384));
+  c.weight_decay = s.number("weight_decay", c.weight_decay, Range::closed(0, kMaxWeightDecay));
   c.values = sparse_values_from_name(s.choice("values", sparse_values_names(), sparse_values_name(c.values)));
+  if (c.topk > c.chunk * c.chunk) {
+    s.fail("topk", "must be <= chunk² = " + std::to_string(c.chunk * c.chunk) +
+                       " (the coefficients of one chunk; more would send every chunk whole), got " +
+                       std::to_string(c.topk));
+  }
   return c;
 }
 

@@ -17,8 +17,8 @@ namespace locosim {
 
 DiLoCoConfig DiLoCoConfig::parse(Section& s) {
   DiLoCoConfig c;
-  c.inner_steps = s.integer("inner_steps", c.inner_steps, Range::at_least(1));
-  c.outer_lr = s.number("outer_lr", c.outer_lr, Range::positive());
+  c.inner_steps = s.integer("inner_steps", c.inner_steps, Range::closed(1, kMaxSteps));
+  c.outer_lr = s.number("outer_lr", c.outer_lr, Range::open_closed(0, kMaxOuterLr));
   c.outer_momentum = s.number("outer_momentum", c.outer_momentum, Range::closed_open(0, 1));
   c.nesterov = s.flag("nesterov", c.nesterov);
   c.wire = wire_format_from_name(s.choice("wire", wire_format_names(), wire_format_name(c.wire)));

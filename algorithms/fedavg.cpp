@@ -16,7 +16,7 @@ namespace locosim {
 
 FedAvgConfig FedAvgConfig::parse(Section& s) {
   FedAvgConfig c;
-  c.inner_steps = s.integer("inner_steps", c.inner_steps, Range::at_least(1));
+  c.inner_steps = s.integer("inner_steps", c.inner_steps, Range::closed(1, kMaxSteps));
   c.wire = wire_format_from_name(s.choice("wire", wire_format_names(), wire_format_name(c.wire)));
   return c;
 }

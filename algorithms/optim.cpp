@@ -12,20 +12,23 @@ namespace locosim {
 OptimizerConfig OptimizerConfig::parse(Section& s) {
   OptimizerConfig c;
   c.name = s.choice("name", {"adamw", "sgd"}, c.name);
-  c.lr = s.number("lr", c.lr, Range::positive());
-  c.weight_decay = s.number("weight_decay", c.name == "sgd" ? 0.0 : c.weight_decay, Range::non_negative());
+  c.lr = s.number("lr", c.lr, Range::open_closed(0, kMaxLr));
+  c.weight_decay =
+      s.number("weight_decay", c.name == "sgd" ? 0.0 : c.weight_decay, Range::closed(0, kMaxWeightDecay));
   if (c.name == "adamw") {
     std::vector<double> betas = s.numbers("betas", 2, std::vector<double>{c.beta1, c.beta2}, Range::closed_open(0, 1));
     c.beta1 = betas[0];
     c.beta2 = betas[1];
-    c.eps = s.number("eps", c.eps, Range::positive());
+    c.eps = s.number("eps", c.eps, Range::open_closed(0, 1));  // divides by sqrt(v) + eps: 1e-8 is usual
   } else {
     c.momentum = s.number("momentum", c.momentum, Range::closed_open(0, 1));
   }
-  c.warmup_steps = s.integer("warmup_steps", c.warmup_steps, Range::non_negative());
+  // < train.steps, checked by TrainConfig::parse (it knows the steps).
+  c.warmup_steps = s.integer("warmup_steps", c.warmup_steps, Range::closed(0, kMaxSteps));
   c.schedule = s.choice("schedule", {"cosine", "constant"}, c.schedule);
   c.min_lr_ratio = s.number("min_lr_ratio", c.min_lr_ratio, Range::closed(0, 1));
-  c.clip_norm = s.number("clip_norm", c.clip_norm, Range::non_negative());
+  // 0 disables clipping; gradient norms of a model that trains are far below 1e6.
+  c.clip_norm = s.number("clip_norm", c.clip_norm, Range::closed(0, 1e6));
   s.finish();
   return c;
 }

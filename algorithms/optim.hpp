@@ -11,6 +11,13 @@ namespace locosim {
 
 class Section;
 
+// Bounds shared by the scenario's step counts and step sizes (train.*, train.optimizer.*, policies).
+// Each is far beyond any run that trains, and keeps a mistyped value from running for ever.
+constexpr int64_t kMaxSteps = 10'000'000;  // train.steps, warmup_steps, every inner_steps (H, τ)
+constexpr double kMaxLr = 10;              // peak step sizes (lr); 1e-3 is typical, 10 diverges already
+constexpr double kMaxOuterLr = 10;         // outer step sizes (DiLoCo η 0.7, FedAvg 1)
+constexpr double kMaxWeightDecay = 10;     // decoupled decay multiplies lr·wd: above 1/lr it zeroes the weights
+
 struct OptimizerConfig {
   std::string name = "adamw";    // adamw | sgd (sgd: plain, for identity tests and FedAvg-style runs)
   double lr = 1e-3;              // peak learning rate

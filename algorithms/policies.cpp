@@ -13,7 +13,7 @@ const std::vector<std::string>& policy_names() {
 PolicySpec parse_policy(Section& s) {
   PolicySpec spec;
   spec.name = s.choice("name", policy_names());
-  spec.label = s.text("label", spec.name);
+  spec.label = s.identifier("label", spec.name);
   if (spec.name == "ddp") spec.config = DdpConfig::parse(s);
   if (spec.name == "diloco") spec.config = DiLoCoConfig::parse(s);
   if (spec.name == "demo") spec.config = DemoConfig::parse(s);
@@ -22,6 +22,15 @@ PolicySpec parse_policy(Section& s) {
   if (spec.name == "fedavg") spec.config = FedAvgConfig::parse(s);
   s.finish();
   return spec;
+}
+
+std::optional<std::pair<std::string, int64_t>> sync_period(const PolicySpec& spec) {
+  if (auto* c = std::get_if<DiLoCoConfig>(&spec.config)) return std::pair{std::string("inner_steps"), c->inner_steps};
+  // Every fragment is synced once per H steps; fragment 0 first at step H.
+  if (auto* c = std::get_if<StreamingDiLoCoConfig>(&spec.config)) return std::pair{std::string("inner_steps"), c->inner_steps};
+  if (auto* c = std::get_if<Co2Config>(&spec.config)) return std::pair{std::string("inner_steps"), c->inner_steps};
+  if (auto* c = std::get_if<FedAvgConfig>(&spec.config)) return std::pair{std::string("inner_steps"), c->inner_steps};
+  return std::nullopt;  // ddp, demo: every step
 }
 
 std::unique_ptr<Policy> make_policy(const PolicySpec& spec, PolicyContext ctx) {

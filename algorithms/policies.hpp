@@ -2,8 +2,11 @@
 // Adding a policy: its own file (config + factory), one alternative in PolicyConfig, one branch in
 // policies.cpp.
 #pragma once
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -29,7 +32,13 @@ struct PolicySpec {
 const std::vector<std::string>& policy_names();
 
 // Reads one entry of the scenario's `policies:` list (name, optional label, the policy's keys).
+// The label names a folder: it must be an identifier (see is_identifier in config/section.hpp).
 PolicySpec parse_policy(Section& s);
+
+// The policy's key for its synchronization period and its value, in steps (diloco's H: {"inner_steps",
+// 500}); std::nullopt for policies that communicate every step (ddp, demo). A period longer than
+// train.steps would never synchronize: the scenario checks it (config/scenario.cpp).
+std::optional<std::pair<std::string, int64_t>> sync_period(const PolicySpec& spec);
 
 std::unique_ptr<Policy> make_policy(const PolicySpec& spec, PolicyContext ctx);
 

@@ -24,11 +24,12 @@ namespace locosim {
 
 StreamingDiLoCoConfig StreamingDiLoCoConfig::parse(Section& s) {
   StreamingDiLoCoConfig c;
-  c.inner_steps = s.integer("inner_steps", c.inner_steps, Range::at_least(1));
-  c.fragments = s.integer("fragments", c.fragments, Range::at_least(1));
-  c.sync_delay = s.integer("sync_delay", c.sync_delay, Range::non_negative());
+  c.inner_steps = s.integer("inner_steps", c.inner_steps, Range::closed(1, kMaxSteps));
+  // At most one fragment per transformer block of the largest model (model.n_layers <= 512).
+  c.fragments = s.integer("fragments", c.fragments, Range::closed(1, 512));
+  c.sync_delay = s.integer("sync_delay", c.sync_delay, Range::non_negative());  // < H/F, checked below
   c.merge_alpha = s.number("merge_alpha", c.merge_alpha, Range::closed(0, 1));
-  c.outer_lr = s.number("outer_lr", c.outer_lr, Range::positive());
+  c.outer_lr = s.number("outer_lr", c.outer_lr, Range::open_closed(0, kMaxOuterLr));
   c.outer_momentum = s.number("outer_momentum", c.outer_momentum, Range::closed_open(0, 1));
   c.nesterov = s.flag("nesterov", c.nesterov);
   c.wire = wire_format_from_name(s.choice("wire", wire_format_names(), wire_format_name(c.wire)));

@@ -46,12 +46,18 @@ const AcceleratorSpec* PlatformSpec::accelerator(const std::string& name) const 
 
 namespace {
 
+// Every link's bandwidth and latency (hosts, sites, wan, relay): from a modem (1 kbps) to far beyond any
+// network (10 Pbps); a latency of zero up to an hour (a satellite hop is 0.6 s). Values past these only
+// make SimGrid's clock meaningless.
+const Range kBandwidthRange = Range::closed(1e3, 1e16);  // bit/s
+const Range kLatencyRange = Range::closed(0, 3600);      // s
+
 // One direction of a link: {bandwidth: 20 Mbps, latency: 10 ms}. A zero latency is allowed.
 LinkSpec parse_link(Section& parent, const std::string& key) {
   Section s = parent.child(key);
   LinkSpec link;
-  link.bandwidth_bps = s.quantity("bandwidth", Quantity::bandwidth_bps);
-  link.latency_s = s.quantity("latency", Quantity::duration_s, std::nullopt, Range::non_negative());
+  link.bandwidth_bps = s.quantity("bandwidth", Quantity::bandwidth_bps, std::nullopt, kBandwidthRange);
+  link.latency_s = s.quantity("latency", Quantity::duration_s, std::nullopt, kLatencyRange);
   s.finish();
   return link;
 }
@@ -81,8 +87,11 @@ std::vector<AcceleratorSpec> parse_accelerators(Section& section) {
   for (auto& [name, s] : section.named("accelerators")) {
     AcceleratorSpec a;
     a.name = name;
-    a.peak_flops = s.quantity("peak", Quantity::flops);
-    a.efficiency = s.number("efficiency", std::nullopt, Range::open_closed(0, 1));
+    // One device: from 1 GFLOPS (a CPU core) to 1e19 FLOPS (10,000 times an H100), so that every step's
+    // simulated time stays finite and meaningful.
+    a.peak_flops = s.quantity("peak", Quantity::flops, std::nullopt, Range::closed(1e9, 1e19));
+    // MFU: below 0.1% of peak no run trains; 1 is the peak itself.
+    a.efficiency = s.number("efficiency", std::nullopt, Range::closed(1e-3, 1));
     s.finish();
     out.push_back(a);
   }
@@ -134,8 +143,8 @@ std::vector<WanSpec> parse_wan(Section& section, const std::vector<SiteSpec>& si
       }
     }
     if (w.from == w.to) s.fail("to", "a wan entry joins two different sites, got '" + w.from + "' twice");
-    w.link.bandwidth_bps = s.quantity("bandwidth", Quantity::bandwidth_bps);
-    w.link.latency_s = s.quantity("latency", Quantity::duration_s, std::nullopt, Range::non_negative());
+    w.link.bandwidth_bps = s.quantity("bandwidth", Quantity::bandwidth_bps, std::nullopt, kBandwidthRange);
+    w.link.latency_s = s.quantity("latency", Quantity::duration_s, std::nullopt, kLatencyRange);
     bool both_ways = s.flag("both_ways", true);
     s.finish();
 
@@ -198,9 +207,9 @@ std::vector<HostSpec> parse_hosts(Section& section, const PlatformSpec& spec) {
       s.fail("accelerator", "accelerator '" + h.accelerator + "' is not in accelerators (known: " +
                                 joined_names(accelerator_names) + ")");
     }
-    h.gpus = static_cast<int>(s.integer("gpus", 1, Range::closed(1, 1e6)));
+    h.gpus = static_cast<int>(s.integer("gpus", 1, Range::closed(1, 1e6)));  // a million devices: the largest cluster × 10
     int64_t count = s.integer("count", 1, Range::at_least(1));
-    if (count > kMaxHosts) s.fail("count", "must be <= " + std::to_string(kMaxHosts) + " (" + kMaxHostsWhy + ")");
+    if (count > kMaxHosts) s.fail("count", "must be <= " + std::to_string(kMaxHosts) + " (" + kMaxHostsWhy + "), got " + std::to_string(count));
     parse_attachment(s, name, spec, h);
     h.speed_flops = h.gpus * accelerator->peak_flops * accelerator->efficiency;
     s.finish();

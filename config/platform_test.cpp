@@ -288,7 +288,7 @@ TEST_CASE("platform: units, names and unknown keys") {
                                      "  - {name: a, accelerator: h100, uplink: {bandwidth: 1 Gbps, latency: -1 ms}, " +
                                      down + "}\n");
   CHECK(negative.key() == "hosts[0].uplink.latency");
-  CHECK(contains(negative.what(), "must be >= 0"));
+  CHECK(contains(negative.what(), "must be in [0, 3600]"));
 
   ConfigError typo = parse_error(std::string(kAccelerators) +
                                  "hosts:\n"
@@ -323,4 +323,43 @@ TEST_CASE("platform: units, names and unknown keys") {
       "  - {name: a, accelerator: h100, uplink: {bandwidth: 1 Gbps, latency: 1 ms}, " + down + "}\n");
   CHECK(efficiency.key() == "accelerators.h100.efficiency");
   CHECK(efficiency.line() == 2);
+}
+
+TEST_CASE("platform: every number is bounded: bandwidth, latency, peak and efficiency") {
+  const std::string down = "downlink: {bandwidth: 1 Gbps, latency: 1 ms}";
+  auto host_with = [&](const std::string& uplink) {
+    return std::string(kAccelerators) + "hosts:\n  - {name: a, accelerator: h100, uplink: " + uplink + ", " + down + "}\n";
+  };
+  struct Case {
+    std::string yaml, key, message;
+  };
+  const std::vector<Case> cases = {
+      {host_with("{bandwidth: 1e400 Mbps, latency: 1 ms}"), "hosts[0].uplink.bandwidth", "which is out of range"},
+      {host_with("{bandwidth: 100 bps, latency: 1 ms}"), "hosts[0].uplink.bandwidth", "must be in [1000, 1e+16]"},
+      {host_with("{bandwidth: 1e5 Tbps, latency: 1 ms}"), "hosts[0].uplink.bandwidth", "must be in [1000, 1e+16]"},
+      {host_with("{bandwidth: 1 Gbps, latency: 1e308 s}"), "hosts[0].uplink.latency", "must be in [0, 3600]"},
+      {host_with("{bandwidth: 1 Gbps, latency: 2 h}"), "hosts[0].uplink.latency", "must be in [0, 3600]"},
+      {"accelerators:\n  slow: {peak: 1e-10 FLOPS, efficiency: 0.5}\nhosts:\n  - {name: a, accelerator: slow, uplink: "
+       "{bandwidth: 1 Gbps, latency: 1 ms}, " + down + "}\n",
+       "accelerators.slow.peak", "must be in [1000000000, 1e+19]"},
+      {"accelerators:\n  fast: {peak: 1e30 FLOPS, efficiency: 0.5}\nhosts:\n  - {name: a, accelerator: fast, uplink: "
+       "{bandwidth: 1 Gbps, latency: 1 ms}, " + down + "}\n",
+       "accelerators.fast.peak", "must be in [1000000000, 1e+19]"},
+      {"accelerators:\n  gpu: {peak: 1 TFLOPS, efficiency: 1e-300}\nhosts:\n  - {name: a, accelerator: gpu, uplink: "
+       "{bandwidth: 1 Gbps, latency: 1 ms}, " + down + "}\n",
+       "accelerators.gpu.efficiency", "must be in [0.001, 1]"},
+      {std::string(kAccelerators) + kTwoSites + "wan:\n  - {from: eu, to: us, bandwidth: 1 Gbps, latency: 1e308 s}\n" +
+           "hosts:\n  - {name: a, site: eu, accelerator: h100}\n",
+       "wan[0].latency", "must be in [0, 3600]"},
+      {std::string(kAccelerators) + "hosts:\n  - {name: a, accelerator: h100, gpus: 2000000, uplink: "
+       "{bandwidth: 1 Gbps, latency: 1 ms}, " + down + "}\n",
+       "hosts[0].gpus", "must be in [1, 1000000]"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.yaml);
+    ConfigError e = parse_error(c.yaml);
+    CHECK(e.key() == c.key);
+    CHECK(e.line() >= 1);
+    CHECK(contains(e.what(), c.message));
+  }
 }

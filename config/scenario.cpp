@@ -23,7 +23,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <regex>
 #include <set>
 
 #include "config/error.hpp"
@@ -47,7 +46,9 @@ PlatformSpec read_platform(Section& top) {
     return parse_platform(inline_platform);
   }
   std::string path = top.file_path("platform");
-  if (!fs::is_regular_file(path)) top.fail("platform", "file '" + path + "' does not exist");
+  const std::string problem = regular_file_problem(path, kMaxYamlFileBytes);
+  if (problem == "does not exist") top.fail("platform", "file '" + path + "' does not exist");
+  if (!problem.empty()) top.fail("platform", "file '" + path + "' " + problem + "; a platform is a YAML text file");
   Section file = Section::load_file(path);
   PlatformSpec spec = parse_platform(file);
   top.adopt_resolved("platform_resolved", file);
@@ -77,11 +78,13 @@ DataConfig read_data(Section& data) {
 LlamaConfig read_model(Section& model) {
   std::string preset = model.choice("preset", {"tiny", "small", "base"}, "tiny");
   LlamaConfig c = LlamaConfig::preset(preset);
-  c.d_model = model.integer("d_model", c.d_model, Range::at_least(1));
-  c.n_layers = model.integer("n_layers", c.n_layers, Range::at_least(1));
-  c.n_heads = model.integer("n_heads", c.n_heads, Range::at_least(1));
-  c.seq_len = model.integer("seq_len", c.seq_len, Range::at_least(2));
-  c.ffn_hidden = model.integer("ffn_hidden", c.ffn_hidden, Range::non_negative());
+  // The proxy model trains for real, one copy per worker: sizes past these do not fit in memory
+  // (LlamaConfig::problem also bounds the parameter count). Price a larger model with timing.params.
+  c.d_model = model.integer("d_model", c.d_model, Range::closed(1, 16384));
+  c.n_layers = model.integer("n_layers", c.n_layers, Range::closed(1, 512));
+  c.n_heads = model.integer("n_heads", c.n_heads, Range::closed(1, 1024));
+  c.seq_len = model.integer("seq_len", c.seq_len, Range::closed(2, 131072));
+  c.ffn_hidden = model.integer("ffn_hidden", c.ffn_hidden, Range::closed(0, 262144));  // 0: 8/3·d_model
   std::string problem = c.problem();
   if (!problem.empty()) model.fail("", problem);
   model.finish();
@@ -102,15 +105,42 @@ void check_data_fits(Section& top, const Scenario& s) {
   }
 }
 
+// Attention scores the proxy keeps for the backward pass: batch × heads × seq_len² floats per layer.
+constexpr double kMaxAttentionScores = double(1ull << 31);  // 8 GiB of fp32, all layers together
+
+void check_activations_fit(Section& train, const Scenario& s) {
+  const double scores = static_cast<double>(s.train.batch_size) * static_cast<double>(s.model.n_heads) *
+                        static_cast<double>(s.model.seq_len) * static_cast<double>(s.model.seq_len) *
+                        static_cast<double>(s.model.n_layers);
+  if (scores > kMaxAttentionScores) {
+    train.fail("batch_size", "batch_size (" + std::to_string(s.train.batch_size) + ") × model n_layers (" +
+                                 std::to_string(s.model.n_layers) + ") × n_heads (" + std::to_string(s.model.n_heads) +
+                                 ") × seq_len² (" + std::to_string(s.model.seq_len) + "²) is " +
+                                 std::to_string(static_cast<int64_t>(scores)) +
+                                 " attention scores per step, more than 2^31 (8 GiB of fp32): the proxy model trains "
+                                 "for real; lower batch_size or seq_len, and price the larger batch with "
+                                 "timing.tokens_per_step");
+  }
+}
+
+// A synchronization period longer than the run means the policy never synchronizes (nor sends a byte).
+void check_sync_periods(std::vector<Section>& entries, const Scenario& s) {
+  for (size_t i = 0; i < s.policies.size(); ++i) {
+    const auto period = sync_period(s.policies[i]);
+    if (!period || period->second <= s.train.steps) continue;
+    const auto& [key, steps] = *period;
+    entries[i].fail(key, "must be <= train.steps (" + std::to_string(s.train.steps) + "), got " +
+                             std::to_string(steps) + (entries[i].has(key) ? "" : " (the default)") +
+                             ": the run would never synchronize; lower " + key + " or raise train.steps");
+  }
+}
+
 }  // namespace
 
 static Scenario read_scenario(Section& top, const std::string& path) {
   Scenario s;
   s.file = path;
-  s.name = top.text("name", fs::path(path).stem().string());
-  if (!std::regex_match(s.name, std::regex("[A-Za-z0-9._-]+"))) {
-    top.fail("name", "must be a folder name of letters, digits, '.', '_' and '-', got '" + s.name + "'");
-  }
+  s.name = top.identifier("name", fs::path(path).stem().string());
   s.seed = static_cast<uint64_t>(top.integer("seed", 1, Range::non_negative()));
   s.platform = read_platform(top);
   Section network = top.child("network", /*optional=*/true);
@@ -121,11 +151,14 @@ static Scenario read_scenario(Section& top, const std::string& path) {
   s.model = read_model(model);
   Section train = top.child("train", /*optional=*/true);
   s.train = TrainConfig::parse(train);
+  check_activations_fit(train, s);
 
+  // P_target up to 100 T parameters (10x the largest model trained so far), T up to 1e10 tokens per
+  // worker per step: larger values only make every time and byte count absurd.
   Section timing = top.child("timing", /*optional=*/true);
-  if (timing.has("params")) s.timing.params = timing.number("params", std::nullopt, Range::positive());
+  if (timing.has("params")) s.timing.params = timing.number("params", std::nullopt, Range::open_closed(0, 1e14));
   if (timing.has("tokens_per_step")) {
-    s.timing.tokens_per_step = timing.number("tokens_per_step", std::nullopt, Range::positive());
+    s.timing.tokens_per_step = timing.number("tokens_per_step", std::nullopt, Range::open_closed(0, 1e10));
   }
   timing.finish();
   Section runtime = top.child("runtime", /*optional=*/true);
@@ -133,7 +166,8 @@ static Scenario read_scenario(Section& top, const std::string& path) {
   runtime.finish();
   Section report = top.child("report", /*optional=*/true);
   if (report.text("link_bucket", "auto") != "auto") {
-    s.link_bucket_s = report.quantity("link_bucket", Quantity::duration_s, std::nullopt, Range::positive());
+    // links.csv has a row per link and bucket: below 1 ms a long run writes billions of rows.
+    s.link_bucket_s = report.quantity("link_bucket", Quantity::duration_s, std::nullopt, Range::closed(1e-3, 1e9));
   }
   report.finish();
 
@@ -147,6 +181,7 @@ static Scenario read_scenario(Section& top, const std::string& path) {
     }
     s.policies.push_back(std::move(spec));
   }
+  check_sync_periods(entries, s);
   if (top.has("sweep")) top.child("sweep");  // the grid is expanded before this (sim/sweep.cpp)
   top.finish();
   check_data_fits(top, s);

@@ -5,6 +5,7 @@
 #include <torch/nn.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <stdexcept>
 
@@ -60,6 +61,19 @@ std::string LlamaConfig::problem() const {
   if ((d_model / n_heads) % 2 != 0) {
     return "head size d_model/n_heads (" + std::to_string(d_model / n_heads) +
            ") must be even for rotary position embeddings";
+  }
+  // The model trains for real, one copy per worker, each parameter with its gradient and AdamW's two
+  // moments (16 bytes): past a billion parameters the copies no longer fit in memory.
+  constexpr double kMaxParams = 1e9;
+  const double d = static_cast<double>(d_model), f = static_cast<double>(ffn_hidden_size());
+  const double params = static_cast<double>(vocab_size) * d +
+                        static_cast<double>(n_layers) * (4 * d * d + 3 * d * f + 2 * d) + d;  // tied head, norms
+  if (params > kMaxParams) {
+    char count[32];
+    std::snprintf(count, sizeof count, "%.3g", params);
+    return std::string("the model would have ") + count +
+           " parameters, more than 1e9 (it trains for real, one copy per worker): use a smaller model and "
+           "price the larger one with timing.params";
   }
   return "";
 }

@@ -1,5 +1,8 @@
 // The locosim CLI end to end: bad input gets a precise message and exit code 2 with nothing written;
 // a run writes a complete folder; the same scenario twice gives identical files.
+#include <sys/stat.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <regex>
 
@@ -32,7 +35,7 @@ TEST_CASE("cli: malformed scenarios each give their specific message, exit 2, an
       {"unknown key", "train:\n", "trian:\n", "trian: unknown key (known here:"},
       {"misspelled nested key", "  steps: 12\n", "  stpes: 12\n", "train.stpes: unknown key"},
       {"wrong type", "steps: 12", "steps: twelve", "train.steps: must be an integer, got 'twelve'"},
-      {"impossible value", "steps: 12", "steps: 0", "train.steps: must be >= 1, got 0"},
+      {"impossible value", "steps: 12", "steps: 0", "train.steps: must be in [1, 10000000], got 0"},
       {"bad unit", "bandwidth: 10 Mbps", "bandwidth: 10 Mbs", "uplink.bandwidth: expected a bandwidth such as '100 Mbps'"},
       {"missing unit", "latency: 20 ms", "latency: 20", "with no unit"},
       {"missing platform file", "platform:\n  accelerators: {gpu: {peak: 100 TFLOPS, efficiency: 0.4}}\n  hosts:\n",
@@ -40,7 +43,7 @@ TEST_CASE("cli: malformed scenarios each give their specific message, exit 2, an
       {"missing corpus", "path: corpus.txt", "path: missing.txt", "data.path: '"},
       {"unknown policy", "  - ddp\n", "  - sparta\n", "policies[0].name: must be one of:"},
       {"duplicate label", "  - ddp\n", "  - diloco\n", "label 'diloco' is used twice"},
-      {"bad policy value", "inner_steps: 4", "inner_steps: -4", "policies[1].inner_steps: must be >= 1, got -4"},
+      {"bad policy value", "inner_steps: 4", "inner_steps: -4", "policies[1].inner_steps: must be in [1, 10000000], got -4"},
       {"heads do not divide width", "seq_len: 16}", "seq_len: 16, n_heads: 5}", "model: "},
       {"undefined accelerator", "{name: slow, accelerator: gpu", "{name: slow, accelerator: tpu",
        "accelerator 'tpu' is not in accelerators"},
@@ -49,6 +52,51 @@ TEST_CASE("cli: malformed scenarios each give their specific message, exit 2, an
        "policies: must list at least one policy"},
       {"invalid YAML", "steps: 12", "steps: [12", "invalid YAML"},
       {"efficiency above one", "efficiency: 0.4", "efficiency: 1.4", "efficiency: must be"},
+      // names and labels become folders
+      {"name '..'", "name: small", "name: '..'",
+       "name: must be an identifier (a letter or digit, then letters, digits, '.', '_' or '-'; at most 64 characters): "
+       "it names a folder; got '..'"},
+      {"name too long", "name: small", "name: " + std::string(65, 'n'), "name: must be an identifier"},
+      {"label '..'", "{name: diloco, inner_steps: 4}", "{name: diloco, label: '..', inner_steps: 4}",
+       "policies[1].label: must be an identifier"},
+      {"empty label", "{name: diloco, inner_steps: 4}", "{name: diloco, label: '', inner_steps: 4}",
+       "policies[1].label: must be an identifier"},
+      {"label as a path", "{name: diloco, inner_steps: 4}", "{name: diloco, label: /abs/path, inner_steps: 4}",
+       "policies[1].label: must be an identifier"},
+      // numbers past any sane run
+      {"bandwidth overflows a double", "bandwidth: 10 Mbps", "bandwidth: 1e400 Mbps",
+       "uplink.bandwidth: expected a bandwidth such as '100 Mbps'"},
+      {"too many steps", "steps: 12", "steps: 1000000000000", "train.steps: must be in [1, 10000000], got 1000000000000"},
+      {"huge batch", "batch_size: 4", "batch_size: 1000000000", "train.batch_size: must be in [1, 65536]"},
+      {"huge eval", "eval_batches: 2", "eval_batches: 1000000", "train.eval_batches: must be in [1, 10000]"},
+      {"huge width", "seq_len: 16}", "seq_len: 16, d_model: 1000000}", "model.d_model: must be in [1, 16384]"},
+      {"too many parameters", "seq_len: 16}", "seq_len: 16, d_model: 16384, n_layers: 512, n_heads: 128}",
+       "model: the model would have 1.65e+12 parameters, more than 1e9"},
+      {"attention does not fit", "seq_len: 16}", "seq_len: 131072}", "train.batch_size: batch_size (4) × model n_layers"},
+      {"huge lr", "optimizer: {lr: 3.0e-3}", "optimizer: {lr: 1e308}", "train.optimizer.lr: must be in (0, 10]"},
+      {"huge timing.params", "policies:\n", "timing: {params: 1e300}\npolicies:\n", "timing.params: must be in (0, 1e+14]"},
+      {"latency of 1e308 s", "latency: 20 ms", "latency: 1e308 s", "uplink.latency: must be in [0, 3600] s"},
+      {"peak of 1e-10 FLOPS", "peak: 100 TFLOPS", "peak: 1e-10 FLOPS",
+       "accelerators.gpu.peak: must be in [1000000000, 1e+19] FLOP/s, got '1e-10 FLOPS'"},
+      {"efficiency near zero", "efficiency: 0.4", "efficiency: 1e-300", "efficiency: must be in [0.001, 1]"},
+      {"link bucket of 1 ns", "policies:\n", "report: {link_bucket: 1 ns}\npolicies:\n",
+       "report.link_bucket: must be in [0.001, 1000000000] s"},
+      {"co2 penalty near zero", "{name: diloco, inner_steps: 4}", "{name: co2, inner_steps: 4, gap_penalty: 1e-300}",
+       "policies[1].gap_penalty: must be in [0.001, 1000]"},
+      {"demo keeps more than a chunk", "{name: diloco, inner_steps: 4}", "{name: demo, chunk: 4, topk: 17}",
+       "policies[1].topk: must be <= chunk² = 16"},
+      // contradictions
+      {"never synchronizes", "inner_steps: 4", "inner_steps: 500",
+       "policies[1].inner_steps: must be <= train.steps (12), got 500: the run would never synchronize"},
+      {"default period too long", "  - {name: diloco, inner_steps: 4}\n", "  - fedavg\n",
+       "policies[1].inner_steps: must be <= train.steps (12), got 500 (the default): the run would never synchronize"},
+      {"streaming H too long", "{name: diloco, inner_steps: 4}", "{name: streaming_diloco, inner_steps: 20, sync_delay: 1}",
+       "policies[1].inner_steps: must be <= train.steps (12), got 20"},
+      {"co2 period too long", "{name: diloco, inner_steps: 4}", "{name: co2, inner_steps: 13}",
+       "policies[1].inner_steps: must be <= train.steps (12), got 13"},
+      {"warmup as long as the run", "optimizer: {lr: 3.0e-3}", "optimizer: {lr: 3.0e-3, warmup_steps: 12}",
+       "train.optimizer.warmup_steps: must be < train.steps (12), got 12: the learning rate would never reach its peak"},
+      {"second YAML document", "seed: 3\n", "seed: 3\n---\n", "s.yaml:3:1: a second YAML document starts here"},
   };
   CHECK(cases.size() >= 10);
   for (const BadCase& c : cases) {
@@ -68,6 +116,77 @@ TEST_CASE("cli: malformed scenarios each give their specific message, exit 2, an
     CHECK(checked.err == r.err);
     fs::remove_all(dir);
   }
+}
+
+TEST_CASE("cli: a FIFO or a device as corpus, platform or scenario is refused at once, naming the key") {
+  const std::string dir = scratch_dir("fifo");
+  write_corpus(dir + "/corpus.txt", 20000);
+  REQUIRE(::mkfifo((dir + "/pipe").c_str(), 0600) == 0);  // opening it would block until a writer comes
+  const std::string good = small_scenario_yaml();
+  struct FileCase {
+    const char* what;
+    std::string scenario;
+    std::string message;
+  };
+  const std::vector<FileCase> cases = {
+      {"FIFO corpus", replaced(good, "path: corpus.txt", "path: pipe"), "is not a regular file"},
+      {"device corpus", replaced(good, "path: corpus.txt", "path: /dev/zero"), "data.path: '/dev/zero' is not a regular file"},
+      {"FIFO platform", replaced(good, "platform:\n  accelerators", "platform: pipe\nplatform_hosts:\n  accelerators"),
+       "is a FIFO (named pipe), not a regular file"},
+      {"device platform", replaced(good, "platform:\n  accelerators", "platform: /dev/zero\nplatform_hosts:\n  accelerators"),
+       "platform: file '/dev/zero' is a device, not a regular file"},
+  };
+  for (const FileCase& c : cases) {
+    CAPTURE(c.what);
+    write_file(dir + "/s.yaml", c.scenario);
+    CliResult r = run_locosim("check s.yaml", dir);
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(c.message) != std::string::npos);
+    CHECK(std::regex_search(r.err, std::regex("error: s\\.yaml:[0-9]+:[0-9]+: (data\\.path|platform): ")));
+  }
+  CliResult fifo = run_locosim("check pipe", dir);
+  CHECK(fifo.exit_code == 2);
+  CHECK(fifo.err.find("pipe: is a FIFO (named pipe), not a regular file") != std::string::npos);
+  CliResult device = run_locosim("run /dev/zero -o out", dir);
+  CHECK(device.exit_code == 2);
+  CHECK(device.err.find("/dev/zero: is a device, not a regular file") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("cli: locosim-real refuses rank variables out of range (MASTER_PORT=70000 is not another port)") {
+  const std::string dir = scratch_dir("rank-env");
+  write_corpus(dir + "/corpus.txt", 20000);
+  write_file(dir + "/s.yaml", small_scenario_yaml());
+  struct EnvCase {
+    const char* name;
+    const char* value;
+    const char* message;
+  };
+  const EnvCase cases[] = {
+      {"MASTER_PORT", "70000", "MASTER_PORT must be an integer in [1, 65535], got '70000'"},
+      {"MASTER_PORT", "0", "MASTER_PORT must be an integer in [1, 65535], got '0'"},
+      {"WORLD_SIZE", "99999999999999999999", "WORLD_SIZE must be an integer in [1, 100000], got '99999999999999999999'"},
+      {"WORLD_SIZE", "4294967298", "WORLD_SIZE must be an integer in [1, 100000]"},  // 2 after a cast to int
+      {"RANK", "-1", "RANK must be an integer in [0, 99999], got '-1'"},
+      {"LOCAL_RANK", "100000", "LOCAL_RANK must be an integer in [0, 99999], got '100000'"},
+  };
+  for (const EnvCase& c : cases) {
+    CAPTURE(c.name);
+    CAPTURE(c.value);
+    ::setenv("RANK", "1", 1);  // a client: with a good port it would wait for rank 0, up to --timeout
+    ::setenv("WORLD_SIZE", "2", 1);
+    ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+    ::setenv("MASTER_PORT", "29500", 1);
+    ::unsetenv("LOCAL_RANK");
+    ::setenv(c.name, c.value, 1);
+    CliResult r = run_locosim("s.yaml -p ddp --timeout 5 -o real", dir, "locosim-real");
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(std::string("error: ") + c.message) != std::string::npos);
+  }
+  for (const char* name : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK"}) ::unsetenv(name);
+  fs::remove_all(dir);
 }
 
 TEST_CASE("cli: a corpus that is not UTF-8 or too small is refused before anything runs") {
