@@ -1,5 +1,5 @@
 // What a run records: per-step metrics and per-worker activity intervals, kept in memory and
-// written as the run folder's CSV files. Plain data: both backends fill it the same way.
+// written as the run folder's CSV files (report/recorder_csv.hpp). Plain data: both backends fill it the same way.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -41,9 +41,6 @@ class Recorder {
   const std::vector<MetricRow>& metrics() const { return metrics_; }
   const std::vector<EventRow>& events() const { return events_; }
 
-  // Rows sorted by (time, worker, ...) so that files do not depend on actor scheduling details.
-  void write_metrics_csv(const std::string& path) const;
-  void write_events_csv(const std::string& path) const;
 
   // Called with each metric row as it is recorded (the CLI's progress line); may be left empty.
   std::function<void(const MetricRow&)> on_metric;

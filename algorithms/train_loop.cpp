@@ -80,6 +80,7 @@ void TrainLoop::run() {
       row.eval_loss = evaluate(model_, corpus_, cfg_.eval_batches, cfg_.batch_size);
     }
     recorder_.metric(row);
+    steps_done_ = step + 1;
   }
 }
 

@@ -35,6 +35,9 @@ class TrainLoop {
             const TrainConfig& cfg, double flops_per_step, Recorder& recorder);
 
   void run();
+  // Steps completed so far; equal to the configured steps once run() has returned.
+  int64_t steps_done() const { return steps_done_; }
+  bool finished() const { return steps_done_ == cfg_.steps; }
 
  private:
   TinyLlama model_;
@@ -45,6 +48,7 @@ class TrainLoop {
   const TrainConfig& cfg_;
   double flops_per_step_;
   Recorder& recorder_;
+  int64_t steps_done_ = 0;
 };
 
 }  // namespace locosim

@@ -8,11 +8,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <map>
 #include <stdexcept>
 #include <thread>
+
+#include "report/stop_signals.hpp"
 
 namespace locosim {
 namespace {
@@ -42,12 +46,15 @@ std::string describe(int status) {
 int spawn_local_ranks(int n, const std::string& program, const std::vector<std::string>& args, int grace_s) {
   const std::string port = std::to_string(free_port());
   std::map<pid_t, int> rank_of;
+  StopSignals stop_signals;
+  const pid_t parent = getpid();
   std::fflush(stdout);
   std::fflush(stderr);
   for (int rank = 0; rank < n; ++rank) {
     pid_t pid = fork();
     if (pid < 0) throw std::runtime_error("cannot fork rank " + std::to_string(rank));
     if (pid == 0) {
+      StopSignals::child_defaults(parent);
       setenv("RANK", std::to_string(rank).c_str(), 1);
       setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
       setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
@@ -63,18 +70,27 @@ int spawn_local_ranks(int n, const std::string& program, const std::vector<std::
     rank_of[pid] = rank;
   }
 
-  int failures = 0;
+  int failures = 0, stop_signal = 0;
+  bool killed = false;
   std::chrono::steady_clock::time_point deadline;
   while (!rank_of.empty()) {
+    if (!stop_signal && (stop_signal = StopSignals::received())) {
+      for (const auto& [p, rank] : rank_of) kill(p, SIGTERM);
+      failures = std::max(failures, 1);
+      grace_s = 5;
+      deadline = std::chrono::steady_clock::now() + std::chrono::seconds(grace_s);
+    }
     int status = 0;
     pid_t pid = failures ? waitpid(-1, &status, WNOHANG) : waitpid(-1, &status, 0);
+    if (pid < 0 && errno == EINTR) continue;  // a signal: seen at the top of the loop
     if (pid == 0) {  // a rank failed earlier: the others have until the deadline
-      if (std::chrono::steady_clock::now() > deadline) {
+      if (!killed && std::chrono::steady_clock::now() > deadline) {
         for (const auto& [p, rank] : rank_of) {
-          std::fprintf(stderr, "locosim-real: rank %d did not stop %d s after a failure; killing it\n", rank, grace_s);
+          std::fprintf(stderr, "locosim-real: rank %d did not stop %d s after %s; killing it\n", rank, grace_s,
+                       stop_signal ? "SIGTERM" : "a failure");
           kill(p, SIGKILL);
         }
-        grace_s = 0;
+        killed = true;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       continue;
@@ -84,11 +100,12 @@ int spawn_local_ranks(int n, const std::string& program, const std::vector<std::
     if (it == rank_of.end()) continue;
     const int rank = it->second;
     rank_of.erase(it);
-    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && !stop_signal) {
       std::fprintf(stderr, "locosim-real: rank %d %s\n", rank, describe(status).c_str());
       if (failures++ == 0) deadline = std::chrono::steady_clock::now() + std::chrono::seconds(grace_s);
     }
   }
+  if (stop_signal) throw Interrupted(stop_signal);
   return failures ? 1 : 0;
 }
 

@@ -7,8 +7,11 @@
 #include <cstdio>
 
 #include "config/error.hpp"
+#include "models/cpu_kernels.hpp"
 #include "real/launcher.hpp"
 #include "real/rank.hpp"
+#include "report/run_folder.hpp"
+#include "report/stop_signals.hpp"
 
 using namespace locosim;
 
@@ -29,6 +32,7 @@ const PolicySpec& choose_policy(const Scenario& scenario, const std::string& lab
 }  // namespace
 
 int main(int argc, char** argv) {
+  pin_cpu_kernels(argv);  // first: the same numbers on every x86-64 machine (and as the simulator)
   CLI::App app{"locosim-real: one policy of a scenario on a real cluster (torch c10d: Gloo on CPU)"};
   std::string file, label, reduce = "exact";
   RealOptions options;
@@ -52,6 +56,10 @@ int main(int argc, char** argv) {
   try {
     Scenario scenario = load_scenario(file);
     const PolicySpec& policy = choose_policy(scenario, label);
+    // Refuse now, not after training, to write where something locosim did not create would be replaced.
+    const auto scenario_dir = child_path(options.output_root, scenario.name);
+    check_replaceable(scenario_dir);
+    check_replaceable(child_path(scenario_dir, policy.label));
     if (spawn > 0) {
       if (spawn != scenario.world_size()) {
         throw std::invalid_argument("--spawn " + std::to_string(spawn) + ": the scenario's platform has " +
@@ -71,6 +79,9 @@ int main(int argc, char** argv) {
     }
     run_rank(scenario, policy, env, options);
     return 0;
+  } catch (const Interrupted& e) {
+    std::fprintf(stderr, "locosim-real: %s\n", e.what());
+    return 128 + e.signal();
   } catch (const std::exception& e) {
     return report_failure(e, "locosim-real");
   }

@@ -12,9 +12,12 @@
 #include <fstream>
 #include <thread>
 
-#include "algorithms/link_report.hpp"
-#include "algorithms/summary.hpp"
-#include "algorithms/trace.hpp"
+#include "report/link_report.hpp"
+#include "report/output_file.hpp"
+#include "report/recorder_csv.hpp"
+#include "report/run_folder.hpp"
+#include "report/summary.hpp"
+#include "report/trace.hpp"
 
 namespace locosim {
 namespace fs = std::filesystem;
@@ -122,14 +125,15 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const RankEnv& env) {
 
 void write_run_folder(const Scenario& scenario, const PolicySpec& policy, const Recorder& merged,
                       const std::string& fingerprint, const RealOptions& options) {
-  const fs::path root = fs::path(options.output_root) / scenario.name;
-  const fs::path temp = root / ("." + policy.label + ".tmp.real");
-  fs::remove_all(temp);
-  fs::create_directories(temp);
-  std::ofstream(temp / "resolved.yaml") << "# locosim-real run of policy '" << policy.label << "'\n"
-                                        << scenario.resolved_yaml;
-  merged.write_metrics_csv((temp / "metrics.csv").string());
-  merged.write_events_csv((temp / "events.csv").string());
+  const fs::path root = child_path(options.output_root, scenario.name);
+  claim_folder(root);
+  remove_stale_temporaries(root);
+  StagedFolder staged(child_path(root, policy.label));
+  const fs::path temp = staged.path();
+  write_text_file((temp / "resolved.yaml").string(),
+                  "# locosim-real run of policy '" + policy.label + "'\n" + scenario.resolved_yaml);
+  write_metrics_csv(merged, (temp / "metrics.csv").string());
+  write_events_csv(merged, (temp / "events.csv").string());
   // The real backend sees no links: each worker's traffic is charged to its own access links.
   std::vector<std::string> hosts, names;
   std::vector<double> up_bps, down_bps;
@@ -150,8 +154,7 @@ void write_run_folder(const Scenario& scenario, const PolicySpec& policy, const 
   summary.policy = policy.name;
   summary.params_fingerprint = fingerprint;
   write_summary_json(summary, (temp / "summary.json").string());
-  fs::remove_all(root / policy.label);
-  fs::rename(temp, root / policy.label);
+  staged.commit();
 }
 
 }  // namespace

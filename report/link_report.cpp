@@ -1,11 +1,13 @@
 // LinkReport helpers shared by both backends: bucket arithmetic, links.csv, traffic from events.
-#include "algorithms/link_report.hpp"
+#include "report/link_report.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
+
+#include "report/output_file.hpp"
 
 namespace locosim {
 
@@ -22,8 +24,8 @@ double auto_bucket_s(double end_s) {
 }
 
 void write_links_csv(const LinkReport& report, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error(path + ": cannot be written");
+  OutputFile file(path);
+  std::ostream& out = file.out();
   out << "link,direction,worker,host,start_s,end_s,bytes,utilization\n";
   char line[512];
   for (const auto& l : report.links) {
@@ -37,6 +39,7 @@ void write_links_csv(const LinkReport& report, const std::string& path) {
       out << line;
     }
   }
+  file.close();
 }
 
 LinkReport links_from_events(const Recorder& recorder, const std::vector<std::string>& hosts,

@@ -1,5 +1,5 @@
 // RunSummary: derivation from recorded rows, JSON and CSV files, the terminal table.
-#include "algorithms/summary.hpp"
+#include "report/summary.hpp"
 
 #include <fmt/format.h>
 
@@ -9,6 +9,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+
+#include "report/output_file.hpp"
 
 namespace locosim {
 
@@ -92,9 +94,7 @@ void write_summary_json(const RunSummary& s, const std::string& path) {
                       {"target_loss", optional_json(s.target_loss)},
                       {"time_to_target_s", optional_json(s.time_to_target_s)},
                       {"params_fingerprint", s.params_fingerprint}};
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error(path + ": cannot be written");
-  out << j.dump(2) << "\n";
+  write_text_file(path, j.dump(2) + "\n");
 }
 
 RunSummary read_summary_json(const std::string& path) {
@@ -124,8 +124,8 @@ RunSummary read_summary_json(const std::string& path) {
 }
 
 void write_summary_csv(const std::vector<RunSummary>& rows, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error(path + ": cannot be written");
+  OutputFile file(path);
+  std::ostream& out = file.out();
   out << "label,policy,workers,steps,tokens,wall_clock_s,compute_utilization,sent_bytes_per_worker,"
          "recv_bytes_per_worker,final_train_loss,final_eval_loss,target_loss,time_to_target_s\n";
   auto opt = [](const std::optional<double>& v) { return v ? fmt::format("{:.9g}", *v) : std::string(); };
@@ -135,6 +135,7 @@ void write_summary_csv(const std::vector<RunSummary>& rows, const std::string& p
                        r.recv_bytes_per_worker, r.final_train_loss, r.final_eval_loss, opt(r.target_loss),
                        opt(r.time_to_target_s));
   }
+  file.close();
 }
 
 namespace {

@@ -1,5 +1,5 @@
 // RunSummary: derived from recorded rows; the table ranks by time to target and compares traffic.
-#include "algorithms/summary.hpp"
+#include "report/summary.hpp"
 
 #include "tests/doctest_torch.hpp"
 

@@ -1,5 +1,5 @@
 // write_trace_json: spans on non-overlapping tracks, link counters, written with nlohmann::json.
-#include "algorithms/trace.hpp"
+#include "report/trace.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,6 +8,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+
+#include "report/output_file.hpp"
 
 namespace locosim {
 namespace {
@@ -127,9 +129,9 @@ void write_trace_json(const Recorder& recorder, const std::vector<std::string>& 
   nlohmann::json trace = {{"displayTimeUnit", "ms"},
                           {"otherData", {{"clock", "simulated time"}}},
                           {"traceEvents", std::move(events)}};
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error(path + ": cannot be written");
-  out << trace.dump() << "\n";
+  OutputFile file(path);
+  file.out() << trace.dump() << "\n";
+  file.close();
 }
 
 }  // namespace locosim

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "algorithms/recorder.hpp"
-#include "algorithms/link_report.hpp"
+#include "report/link_report.hpp"
 
 namespace locosim {
 

@@ -320,3 +320,27 @@ TEST_CASE("collectives: SimTransport dispatches on the choice, and the numbers d
   // Rank 1 sent to rank 2: 2(K-1) ring chunks of 1000 bytes, one mesh payload, K-1 ring all-gather payloads.
   CHECK(bytes_of(recorder, EventKind::send, 1, 2) == doctest::Approx(6 * 1000.0 + gather_bytes + 3 * gather_bytes));
 }
+
+TEST_CASE("collectives: a worker left waiting on a collective nobody else joins says so when the engine stops") {
+  // Regression: a run whose workers never finished (SimGrid: "Deadlock detected") was reported as
+  // a success with 0 steps. The engine returns; simulate_policy then names each unfinished worker
+  // and its activity(), and fails the run.
+  Sim sim(identical_hosts(2, 8, 8, 1));
+  Recorder recorder;
+  SimWorld world;
+  world.hosts = sim.platform.hosts;
+  world.recorder = &recorder;
+  std::vector<std::unique_ptr<SimTransport>> transports;
+  for (int r = 0; r < 2; ++r) transports.push_back(std::make_unique<SimTransport>(world, r));
+  bool returned = false;
+  sg4::Actor::create("w0", sim.platform.hosts[0], [&] {
+    std::vector<torch::Tensor> xs = {torch::ones({1000})};
+    transports[0]->all_reduce_mean(xs, Wire{WireFormat::fp32, 1.0}).wait();  // rank 1 never joins
+    returned = true;
+  });
+  sg4::Actor::create("w1", sim.platform.hosts[1], [&] { transports[1]->compute(1e12, [] {}); });
+  sim.engine.run();
+  CHECK_FALSE(returned);
+  CHECK(transports[0]->activity().rfind("waiting since 0 s for collective 0 (all_reduce of 4000 bytes per rank)", 0) == 0);
+  CHECK(transports[1]->activity().empty());
+}

@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "algorithms/link_report.hpp"
+#include "report/link_report.hpp"
 
 namespace locosim {
 

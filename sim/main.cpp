@@ -2,15 +2,21 @@
 //   locosim run scenarios/quickstart.yaml      run every policy (at every sweep point), print the comparison
 //   locosim check scenarios/*.yaml             validate only (every sweep point too)
 //   locosim report runs/quickstart             print a finished run's table(s)
-// Exit codes: 0 done, 1 a run failed, 2 bad input (the message names file:line:column and key).
+// Exit codes: 0 done, 1 a run failed, 2 bad input (the message names file:line:column and key),
+// 128 + N stopped by signal N (children stopped, unfinished folders removed).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <thread>
 #include <iostream>
 #include <optional>
 
 #include "config/error.hpp"
 #include "config/section.hpp"
+#include "models/cpu_kernels.hpp"
+#include "report/stop_signals.hpp"
+#include "sim/estimate.hpp"
 #include "sim/progress.hpp"
 #include "sim/report.hpp"
 #include "sim/run.hpp"
@@ -33,12 +39,33 @@ int check(const std::vector<std::string>& files) {
     } catch (const ConfigError& e) {
       std::fprintf(stderr, "error: %s\n", e.what());
       code = kExitBadInput;
+    } catch (const std::exception& e) {  // a message with no position still names the file, and the next file is checked
+      std::fprintf(stderr, "error: %s: %s\n", file.c_str(), e.what());
+      code = kExitBadInput;
     }
   }
   return code;
 }
 
-int run(const std::string& file, const RunOptions& options, const std::optional<std::string>& link_bucket) {
+// Refuses (exit 2) a run whose estimate exceeds the machine's memory or disk, unless forced; notes
+// large runs. Nothing has been written yet.
+void check_fits(const Sweep& sweep, const RunOptions& options, bool force) {
+  std::vector<RunEstimate> runs;
+  for (const SweepPoint& point : sweep.points) {
+    for (const PolicySpec& p : point.scenario.policies) {
+      const auto& only = options.only_labels;
+      if (only.empty() || std::find(only.begin(), only.end(), p.label) != only.end()) {
+        runs.push_back(estimate_policy_run(point.scenario, p));
+      }
+    }
+  }
+  const int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::string note = check_run_fits(runs, jobs, machine_room(options.output_root), force);
+  if (!note.empty()) std::printf("%s\n", note.c_str());
+}
+
+int run(const std::string& file, const RunOptions& options, const std::optional<std::string>& link_bucket,
+        bool force) {
   Sweep sweep = load_sweep(file);
   if (link_bucket) {
     std::string why;
@@ -47,6 +74,7 @@ int run(const std::string& file, const RunOptions& options, const std::optional<
     for (auto& point : sweep.points) point.scenario.link_bucket_s = *bucket_s;
   }
   const Scenario& first = sweep.points.front().scenario;
+  check_fits(sweep, options, force);
   std::printf("%s: %d workers, %zu policies, %lld steps each", first.name.c_str(), first.world_size(),
               first.policies.size(), static_cast<long long>(first.train.steps));
   if (!sweep.keys.empty()) std::printf(", %zu sweep points", sweep.points.size());
@@ -68,13 +96,14 @@ int run(const std::string& file, const RunOptions& options, const std::optional<
 }  // namespace
 
 int main(int argc, char** argv) {
+  pin_cpu_kernels(argv);  // first: the same numbers on every x86-64 machine
   CLI::App app{"locosim: which low-communication training method finishes first, at what loss, on your links"};
   app.require_subcommand(1);
 
   std::string run_file;
   RunOptions options;
   std::optional<std::string> link_bucket;
-  bool no_progress = false;
+  bool no_progress = false, force = false;
   CLI::App* run_cmd = app.add_subcommand("run", "simulate every policy of a scenario and print the comparison");
   run_cmd->add_option("scenario", run_file, "scenario YAML file")->required();
   run_cmd->add_option("-o,--output", options.output_root, "folder for run folders (default: runs)");
@@ -82,6 +111,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("-j,--jobs", options.jobs, "policies simulated at once (default: one per core)");
   run_cmd->add_option("--link-bucket", link_bucket, "time bucket of links.csv, e.g. '10 s' (default: the scenario's)");
   run_cmd->add_flag("--no-progress", no_progress, "no live progress lines (never shown off a terminal or in CI)");
+  run_cmd->add_flag("--force", force, "run even if the estimate says memory or disk will not suffice");
 
   std::vector<std::string> check_files;
   CLI::App* check_cmd = app.add_subcommand("check", "validate scenario files without running them");
@@ -105,7 +135,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     options.live_progress = !no_progress && wants_live_progress();
-    return run(run_file, options, link_bucket);
+    return run(run_file, options, link_bucket, force);
+  } catch (const Interrupted& e) {
+    std::fprintf(stderr, "locosim: %s\n", e.what());
+    return 128 + e.signal();
   } catch (const std::exception& e) {
     return report_failure(e, "locosim");
   }

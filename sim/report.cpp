@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "algorithms/summary.hpp"
+#include "report/summary.hpp"
 
 namespace locosim {
 namespace fs = std::filesystem;

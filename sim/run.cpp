@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,10 +13,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <cerrno>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <thread>
 
+#include "report/output_file.hpp"
+#include "report/run_folder.hpp"
+#include "report/stop_signals.hpp"
 #include "sim/progress.hpp"
 #include "sim/simulate.hpp"
 
@@ -29,7 +35,7 @@ namespace {
 struct Task {
   const Scenario* scenario = nullptr;
   const PolicySpec* policy = nullptr;
-  fs::path dir;
+  fs::path dir;            // its final place: child_path of a locosim folder
   std::string name;  // in progress lines: the label, or point/label
 };
 
@@ -47,12 +53,12 @@ std::vector<const PolicySpec*> select(const Scenario& scenario, const std::vecto
 }
 
 // The child: simulate, write, report steps on `progress_fd` ("<step> <time_s>\n", at most 5 a second),
-// and leave without running the parent's destructors.
+// and leave without running the parent's destructors (the parent's StagedFolders are its own).
 [[noreturn]] void child(const Task& task, const std::string& dir, int progress_fd) {
   int code = 0;
   try {
-    std::ofstream(dir + "/resolved.yaml") << "# locosim run of policy '" << task.policy->label << "'\n"
-                                          << task.scenario->resolved_yaml;
+    write_text_file(dir + "/resolved.yaml",
+                    "# locosim run of policy '" + task.policy->label + "'\n" + task.scenario->resolved_yaml);
     const int64_t steps = task.scenario->train.steps;
     Clock::time_point last = Clock::now() - std::chrono::seconds(1);
     simulate_policy(*task.scenario, *task.policy, dir, [&](int64_t step, double time_s) {
@@ -73,6 +79,7 @@ std::vector<const PolicySpec*> select(const Scenario& scenario, const std::vecto
 
 struct Running {
   const Task* task = nullptr;
+  std::unique_ptr<StagedFolder> staged;  // where the child writes; committed when it exits with 0
   int fd = -1;             // the read end of the child's progress pipe; -1 once it hit end of file
   std::string pending;     // a partial line
   int64_t step = 0;
@@ -100,79 +107,98 @@ void drain(Running& r) {
   }
 }
 
-// Runs the tasks, at most `jobs` at once; throws std::runtime_error naming the failed ones.
+// Stops every running child (SIGTERM), waits for it and drops its unfinished folder.
+void stop_all(std::map<pid_t, Running>& running) {
+  for (const auto& [pid, r] : running) kill(pid, SIGTERM);
+  for (auto& [pid, r] : running) {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (r.fd >= 0) close(r.fd);
+  }
+  running.clear();  // the StagedFolders remove the temporary folders
+}
+
+// Runs the tasks, at most `jobs` at once; throws std::runtime_error naming the failed ones, or
+// Interrupted (after stopping the children and removing their folders) on SIGINT, SIGTERM or SIGHUP.
 void run_tasks(const std::vector<Task>& tasks, const RunOptions& options) {
   const int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const std::string temp_suffix = ".tmp." + std::to_string(getpid());  // the parent's pid, also in the child
-  auto temp_dir = [&](const Task& t) { return t.dir.parent_path() / ("." + t.dir.filename().string() + temp_suffix); };
   size_t name_width = 6;
   for (const auto& t : tasks) name_width = std::max(name_width, t.name.size());
 
+  StopSignals stop_signals;
   ProgressBoard board(stdout, options.live_progress);
   std::map<pid_t, Running> running;
   std::vector<std::string> failures;
   size_t next = 0, done = 0;
-  while (done < tasks.size()) {
-    while (next < tasks.size() && static_cast<int>(running.size()) < jobs) {
-      const Task& t = tasks[next++];
-      fs::remove_all(temp_dir(t));
-      fs::create_directories(temp_dir(t));
-      int fds[2];
-      if (pipe(fds) != 0) throw std::runtime_error("cannot create a pipe for policy " + t.name);
-      std::fflush(stdout);
-      std::fflush(stderr);
-      pid_t pid = fork();
-      if (pid < 0) throw std::runtime_error("cannot fork a process for policy " + t.name);
-      if (pid == 0) {
-        close(fds[0]);
-        child(t, temp_dir(t).string(), fds[1]);
+  const pid_t parent = getpid();
+  try {
+    while (done < tasks.size()) {
+      if (const int signal = StopSignals::received()) throw Interrupted(signal);
+      while (next < tasks.size() && static_cast<int>(running.size()) < jobs) {
+        const Task& t = tasks[next++];
+        auto staged = std::make_unique<StagedFolder>(t.dir);
+        int fds[2];
+        if (pipe(fds) != 0) throw std::runtime_error("cannot create a pipe for policy " + t.name);
+        std::fflush(stdout);
+        std::fflush(stderr);
+        pid_t pid = fork();
+        if (pid < 0) throw std::runtime_error("cannot fork a process for policy " + t.name);
+        if (pid == 0) {
+          StopSignals::child_defaults(parent);
+          close(fds[0]);
+          child(t, staged->path().string(), fds[1]);
+        }
+        close(fds[1]);
+        fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+        Running r;
+        r.task = &t;
+        r.staged = std::move(staged);
+        r.fd = fds[0];
+        r.started = Clock::now();
+        running[pid] = std::move(r);
       }
-      close(fds[1]);
-      fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);
-      Running r;
-      r.task = &t;
-      r.fd = fds[0];
-      r.started = Clock::now();
-      running[pid] = std::move(r);
-    }
 
-    std::vector<pollfd> fds;
-    for (const auto& [pid, r] : running) {
-      if (r.fd >= 0) fds.push_back({r.fd, POLLIN, 0});
-    }
-    poll(fds.data(), fds.size(), 200);  // also the pause between checks when no pipe is open
-    for (auto it = running.begin(); it != running.end();) {
-      Running& r = it->second;
-      drain(r);
-      int status = 0;
-      if (waitpid(it->first, &status, WNOHANG) != it->first) {
-        ++it;
-        continue;
+      std::vector<pollfd> fds;
+      for (const auto& [pid, r] : running) {
+        if (r.fd >= 0) fds.push_back({r.fd, POLLIN, 0});
       }
-      if (r.fd >= 0) close(r.fd);
-      const Task& t = *r.task;
-      ++done;
-      const double elapsed = std::chrono::duration<double>(Clock::now() - r.started).count();
-      if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-        fs::remove_all(t.dir);
-        fs::rename(temp_dir(t), t.dir);
-        char line[1024];
-        std::snprintf(line, sizeof line, "[%zu/%zu] %s simulated in %.1f s -> %s", done, tasks.size(), t.name.c_str(),
-                      elapsed, t.dir.c_str());
-        board.print(line);
-      } else {
-        fs::remove_all(temp_dir(t));
-        failures.push_back(t.name + (WIFSIGNALED(status) ? " (killed by signal " + std::to_string(WTERMSIG(status)) + ")"
-                                                         : " (exit " + std::to_string(WEXITSTATUS(status)) + ")"));
+      poll(fds.data(), fds.size(), 200);  // also the pause between checks; a signal ends it early
+      for (auto it = running.begin(); it != running.end();) {
+        Running& r = it->second;
+        drain(r);
+        int status = 0;
+        if (waitpid(it->first, &status, WNOHANG) != it->first) {
+          ++it;
+          continue;
+        }
+        if (r.fd >= 0) close(r.fd);
+        const Task& t = *r.task;
+        ++done;
+        const double elapsed = std::chrono::duration<double>(Clock::now() - r.started).count();
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+          r.staged->commit();
+          char line[1024];
+          std::snprintf(line, sizeof line, "[%zu/%zu] %s simulated in %.1f s -> %s", done, tasks.size(), t.name.c_str(),
+                        elapsed, t.dir.c_str());
+          board.print(line);
+        } else {
+          failures.push_back(t.name + (WIFSIGNALED(status) ? " (killed by signal " + std::to_string(WTERMSIG(status)) + ")"
+                                                           : " (exit " + std::to_string(WEXITSTATUS(status)) + ")"));
+        }
+        it = running.erase(it);  // an uncommitted StagedFolder removes its folder
       }
-      it = running.erase(it);
+      std::vector<std::string> lines;
+      for (const auto& [pid, r] : running) {
+        const double elapsed = std::chrono::duration<double>(Clock::now() - r.started).count();
+        lines.push_back(progress_line(r.task->name, r.step, r.task->scenario->train.steps, r.sim_s, elapsed, name_width));
+      }
+      board.draw(lines);
     }
-    std::vector<std::string> lines;
-    for (const auto& [pid, r] : running) {
-      const double elapsed = std::chrono::duration<double>(Clock::now() - r.started).count();
-      lines.push_back(progress_line(r.task->name, r.step, r.task->scenario->train.steps, r.sim_s, elapsed, name_width));
-    }
-    board.draw(lines);
+  } catch (...) {
+    board.clear();
+    stop_all(running);
+    throw;
   }
   board.clear();
   if (!failures.empty()) {
@@ -195,6 +221,14 @@ void write_summaries(const std::vector<RunSummary>& rows, const fs::path& path) 
   fs::rename(tmp, path);
 }
 
+// Makes `dir` a locosim folder, clears what killed runs left in it, and checks that every task's
+// folder inside it may be replaced, before anything runs.
+void prepare_folder(const fs::path& dir, const std::vector<Task>& tasks) {
+  claim_folder(dir);
+  remove_stale_temporaries(dir);
+  for (const Task& t : tasks) check_replaceable(t.dir);
+}
+
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string quoted = "\"";
@@ -205,16 +239,19 @@ std::string csv_field(const std::string& s) {
 }  // namespace
 
 std::vector<RunSummary> run_scenario(const Scenario& scenario, const RunOptions& options) {
-  const fs::path root = fs::path(options.output_root) / scenario.name;
+  const fs::path root = child_path(options.output_root, scenario.name);
   std::vector<Task> tasks;
-  for (const PolicySpec* p : select(scenario, options.only_labels)) tasks.push_back({&scenario, p, root / p->label, p->label});
-  fs::create_directories(root);
+  for (const PolicySpec* p : select(scenario, options.only_labels)) {
+    tasks.push_back({&scenario, p, child_path(root, p->label), p->label});
+  }
+  prepare_folder(root, tasks);
   run_tasks(tasks, options);
   // summary.csv covers every policy of the scenario that has a finished folder, so running one
   // policy again (--policy) does not drop the others' rows.
   std::vector<RunSummary> all;
   for (const PolicySpec& p : scenario.policies) {
-    if (fs::exists(root / p.label / "summary.json")) all.push_back(read_summary_json((root / p.label / "summary.json").string()));
+    const fs::path summary = child_path(root, p.label) / "summary.json";
+    if (is_locosim_folder(summary.parent_path()) && fs::exists(summary)) all.push_back(read_summary_json(summary.string()));
   }
   write_summaries(all, root / "summary.csv");
   return read_summaries(tasks);
@@ -222,17 +259,19 @@ std::vector<RunSummary> run_scenario(const Scenario& scenario, const RunOptions&
 
 std::vector<std::vector<RunSummary>> run_sweep(const Sweep& sweep, const RunOptions& options) {
   if (sweep.points.empty()) return {};
-  const fs::path root = fs::path(options.output_root) / sweep.points.front().scenario.name;
+  const fs::path root = child_path(options.output_root, sweep.points.front().scenario.name);
   std::vector<std::vector<Task>> per_point;
   std::vector<Task> tasks;
   for (const SweepPoint& point : sweep.points) {
     per_point.emplace_back();
+    const fs::path point_dir = child_path(root, point.name);
     for (const PolicySpec* p : select(point.scenario, options.only_labels)) {
-      per_point.back().push_back({&point.scenario, p, root / point.name / p->label, point.name + "/" + p->label});
+      per_point.back().push_back({&point.scenario, p, child_path(point_dir, p->label), point.name + "/" + p->label});
       tasks.push_back(per_point.back().back());
     }
-    fs::create_directories(root / point.name);
   }
+  prepare_folder(root, {});
+  for (size_t i = 0; i < sweep.points.size(); ++i) prepare_folder(child_path(root, sweep.points[i].name), per_point[i]);
   run_tasks(tasks, options);
 
   std::vector<std::vector<RunSummary>> results;
@@ -240,7 +279,7 @@ std::vector<std::vector<RunSummary>> run_sweep(const Sweep& sweep, const RunOpti
   for (size_t i = 0; i < sweep.points.size(); ++i) {
     const SweepPoint& point = sweep.points[i];
     results.push_back(read_summaries(per_point[i]));
-    const fs::path csv = root / point.name / "summary.csv";
+    const fs::path csv = child_path(root, point.name) / "summary.csv";
     write_summaries(results.back(), csv);
     std::ifstream in(csv);
     std::string line;
@@ -257,7 +296,7 @@ std::vector<std::vector<RunSummary>> run_sweep(const Sweep& sweep, const RunOpti
     }
   }
   const fs::path tmp = root / ".summary.csv.tmp";
-  std::ofstream(tmp) << grid.str();
+  write_text_file(tmp.string(), grid.str());
   fs::rename(tmp, root / "summary.csv");
   return results;
 }

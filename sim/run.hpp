@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/summary.hpp"
+#include "report/summary.hpp"
 #include "config/scenario.hpp"
 #include "sim/sweep.hpp"
 

@@ -3,6 +3,7 @@
 
 #include <simgrid/s4u.hpp>
 
+#include <cstdio>
 #include <stdexcept>
 
 #include "sim/collectives.hpp"
@@ -10,13 +11,24 @@
 namespace sg4 = simgrid::s4u;
 
 namespace locosim {
+namespace {
+
+std::string g(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+}  // namespace
 
 double SimTransport::now_s() const { return sg4::Engine::get_clock(); }
 
 void SimTransport::compute(double flops, const std::function<void()>& work) {
   const double start = now_s();
   work();                            // the real step: takes no simulated time
+  activity_ = "computing since " + g(start) + " s";
   sg4::this_actor::execute(flops);   // its simulated duration: flops / host speed
+  activity_.clear();
   world_.recorder->event({rank_, EventKind::compute, start, now_s(), 0, -1});
 }
 
@@ -77,7 +89,11 @@ std::pair<uint64_t, sg4::ActorPtr> SimTransport::start(std::vector<torch::Tensor
 
 void SimTransport::finish(uint64_t seq, const sg4::ActorPtr& flows, const std::function<void(SimCollective&)>& read) {
   const double start = now_s();
+  activity_ = "waiting since " + g(start) + " s for collective " + std::to_string(seq) + " (" +
+              started_[seq] + ")";
   flows->join();
+  activity_.clear();
+  started_.erase(seq);
   if (now_s() > start) world_.recorder->event({rank_, EventKind::wait, start, now_s(), 0, -1});
   // Every rank's flows have finished only once all ranks contributed: the result is complete.
   SimCollective& c = world_.in_flight.at(seq);
@@ -88,7 +104,9 @@ void SimTransport::finish(uint64_t seq, const sg4::ActorPtr& flows, const std::f
 Pending SimTransport::all_reduce_mean(std::vector<torch::Tensor>& xs, Wire w) {
   std::vector<torch::Tensor> mine;
   for (const auto& x : xs) mine.push_back(through_wire(x.detach(), w.format));
-  auto [seq, flows] = start(std::move(mine), all_reduce_flows(wire_bytes(xs, w.format) * w.scale));
+  const double bytes = wire_bytes(xs, w.format) * w.scale;
+  auto [seq, flows] = start(std::move(mine), all_reduce_flows(bytes));
+  started_[seq] = "all_reduce of " + g(bytes) + " bytes per rank";
   return Pending([this, seq = seq, flows = flows, &xs, format = w.format] {
     finish(seq, flows, [&](SimCollective& c) {
       if (c.result.empty()) c.result = mean_in_rank_order(c.contributions, format);
@@ -102,6 +120,7 @@ Pending SimTransport::all_gather(const std::vector<torch::Tensor>& mine, double 
   std::vector<torch::Tensor> copy;
   for (const auto& x : mine) copy.push_back(x.detach().clone());
   auto [seq, flows] = start(std::move(copy), all_gather_flows(bytes));
+  started_[seq] = "all_gather of " + g(bytes) + " bytes per rank";
   return Pending([this, seq = seq, flows = flows, &out] {
     finish(seq, flows, [&](SimCollective& c) {
       out = gathered_copy(c.contributions);

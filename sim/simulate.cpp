@@ -5,13 +5,15 @@
 #include <simgrid/s4u.hpp>
 #include <torch/utils.h>
 
-#include <fstream>
+#include <cstdio>
 
-#include "algorithms/summary.hpp"
+#include "report/output_file.hpp"
+#include "report/recorder_csv.hpp"
+#include "report/summary.hpp"
+#include "report/trace.hpp"
 #include "sim/links.hpp"
 #include "sim/platform.hpp"
 #include "sim/sim_transport.hpp"
-#include "algorithms/trace.hpp"
 
 namespace sg4 = simgrid::s4u;
 
@@ -25,6 +27,12 @@ struct Worker {
   std::unique_ptr<Policy> policy;
   std::unique_ptr<TrainLoop> loop;
 };
+
+std::string fmt_s(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
 
 TinyLlama copy_of(const TinyLlama& reference, const LlamaConfig& cfg) {
   TinyLlama model(cfg);
@@ -93,13 +101,28 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   }
   engine.run();
   if (!failure.empty()) throw std::runtime_error(failure);
+  // SimGrid ends the run when no actor can progress: a deadlock or a simulated time that never
+  // advances leaves workers unfinished, and that run is a failure, never a result.
+  std::string unfinished;
+  for (int rank = 0; rank < world_size; ++rank) {
+    const Worker& w = workers[rank];
+    if (w.loop->finished()) continue;
+    const std::string& activity = w.transport->activity();
+    unfinished += "\n  worker " + std::to_string(rank) + " (" + scenario.platform.hosts[rank].name + ") stopped after " +
+                  std::to_string(w.loop->steps_done()) + " of " + std::to_string(scenario.train.steps) + " steps, " +
+                  (activity.empty() ? "between steps" : activity);
+  }
+  if (!unfinished.empty()) {
+    throw std::runtime_error("the simulation stopped at " + fmt_s(sg4::Engine::get_clock()) +
+                             " s with workers unfinished (a deadlock, or times too large to advance):" + unfinished);
+  }
 
   RunSummary summary = summarize(recorder, world_size, scenario.train.target_loss);
   summary.label = policy.label;
   summary.policy = policy.name;
   summary.params_fingerprint = params_fingerprint(workers[0].model->parameters());
-  recorder.write_metrics_csv(dir + "/metrics.csv");
-  recorder.write_events_csv(dir + "/events.csv");
+  write_metrics_csv(recorder, dir + "/metrics.csv");
+  write_events_csv(recorder, dir + "/events.csv");
   const LinkReport links = link_meter.report(scenario.link_bucket_s, sg4::Engine::get_clock());
   write_links_csv(links, dir + "/links.csv");
   std::vector<std::string> names;

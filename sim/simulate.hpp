@@ -10,7 +10,7 @@
 namespace locosim {
 
 // Besides metrics.csv, events.csv and summary.json, writes links.csv (sim/links.hpp) and trace.json
-// (algorithms/trace.hpp). `progress`, if set, is called with worker 0's step and simulated time after each step.
+// (report/trace.hpp). `progress`, if set, is called with worker 0's step and simulated time after each step.
 // REQUIRES: no SimGrid Engine was ever created in this process (SimGrid allows one per process;
 // the CLI forks a child per policy). Throws std::runtime_error if a worker fails.
 using ProgressFn = std::function<void(int64_t step, double time_s)>;

@@ -23,11 +23,12 @@ void write_file(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
 }
 
-CliResult run_locosim(const std::string& args, const std::string& cwd, const std::string& program) {
+CliResult run_locosim(const std::string& args, const std::string& cwd, const std::string& program,
+                      const std::string& environment) {
   const char* bin = std::getenv("LOCOSIM_BIN");
   if (!bin) throw std::runtime_error("LOCOSIM_BIN is not set (run the tests through ctest)");
   std::string out = cwd + "/.stdout", err = cwd + "/.stderr";
-  std::string command = "cd '" + cwd + "' && '" + std::string(bin) + "/" + program + "' " + args + " >'" + out + "' 2>'" +
+  std::string command = "cd '" + cwd + "' && " + (environment.empty() ? "" : "env " + environment + " ") + "'" + std::string(bin) + "/" + program + "' " + args + " >'" + out + "' 2>'" +
                         err + "' </dev/null";
   int status = std::system(command.c_str());
   CliResult r;

@@ -11,8 +11,10 @@ struct CliResult {
   std::string err;
 };
 
-// Runs `$LOCOSIM_BIN/<program> <args>` with `cwd` as the working directory.
-CliResult run_locosim(const std::string& args, const std::string& cwd, const std::string& program = "locosim");
+// Runs `$LOCOSIM_BIN/<program> <args>` with `cwd` as the working directory; `environment` holds
+// arguments of env(1) put before it ("-u VAR NAME=value").
+CliResult run_locosim(const std::string& args, const std::string& cwd, const std::string& program = "locosim",
+                      const std::string& environment = "");
 
 // A fresh, empty folder under the system temp folder, named after `name`.
 std::string scratch_dir(const std::string& name);

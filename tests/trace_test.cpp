@@ -1,7 +1,7 @@
 // trace.json and links.csv of a simulated run: the structure trace viewers need (every span has ph,
 // ts, dur, pid, tid; each track in time order and properly nested), and bytes that add up to
 // events.csv — per span, per worker and per link.
-#include "algorithms/trace.hpp"
+#include "report/trace.hpp"
 
 #include <torch/utils.h>
 

@@ -1,0 +1,61 @@
+// metrics.csv and events.csv from a Recorder. Numbers are printed with %.9g (times, bytes) and %.6f
+// (losses) so the same run always writes the same bytes.
+#include "report/recorder_csv.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <tuple>
+
+#include "report/output_file.hpp"
+
+namespace locosim {
+
+namespace {
+
+std::string fmt_g(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+std::string fmt_loss(double v) {
+  if (std::isnan(v)) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6f", v);
+  return buf;
+}
+
+}  // namespace
+
+void write_metrics_csv(const Recorder& recorder, const std::string& path) {
+  std::vector<MetricRow> rows = recorder.metrics();
+  std::stable_sort(rows.begin(), rows.end(), [](const MetricRow& a, const MetricRow& b) {
+    return std::tie(a.worker, a.step) < std::tie(b.worker, b.step);
+  });
+  OutputFile file(path);
+  std::ostream& out = file.out();
+  out << "time_s,worker,step,tokens,train_loss,eval_loss\n";
+  for (const auto& r : rows) {
+    out << fmt_g(r.time_s) << ',' << r.worker << ',' << r.step << ',' << r.tokens << ',' << fmt_loss(r.train_loss)
+        << ',' << fmt_loss(r.eval_loss) << '\n';
+  }
+  file.close();
+}
+
+void write_events_csv(const Recorder& recorder, const std::string& path) {
+  std::vector<EventRow> rows = recorder.events();
+  std::stable_sort(rows.begin(), rows.end(), [](const EventRow& a, const EventRow& b) {
+    return std::tie(a.worker, a.start_s, a.end_s) < std::tie(b.worker, b.start_s, b.end_s);
+  });
+  OutputFile file(path);
+  std::ostream& out = file.out();
+  out << "worker,kind,start_s,end_s,bytes,peer\n";
+  for (const auto& r : rows) {
+    out << r.worker << ',' << event_kind_name(r.kind) << ',' << fmt_g(r.start_s) << ',' << fmt_g(r.end_s) << ','
+        << fmt_g(r.bytes) << ',' << (r.peer >= 0 ? std::to_string(r.peer) : "") << '\n';
+  }
+  file.close();
+}
+
+}  // namespace locosim

@@ -1,0 +1,14 @@
+// The run folder's metrics.csv and events.csv, written from a Recorder (checked writes).
+#pragma once
+#include <string>
+
+#include "algorithms/recorder.hpp"
+
+namespace locosim {
+
+// Rows sorted by (worker, step) and (worker, start, end), so that files do not depend on actor
+// scheduling details. Throw std::runtime_error naming the file if a write fails.
+void write_metrics_csv(const Recorder& recorder, const std::string& path);
+void write_events_csv(const Recorder& recorder, const std::string& path);
+
+}  // namespace locosim

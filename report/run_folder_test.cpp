@@ -1,0 +1,157 @@
+// Run folders: locosim never removes or replaces what it did not create (regressions: a label of
+// ".." emptied the output folder; an absolute label removed a folder elsewhere; killed runs left
+// hidden temporary folders forever).
+#include "report/run_folder.hpp"
+
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/doctest_torch.hpp"
+
+namespace fs = std::filesystem;
+using namespace locosim;
+
+namespace {
+
+fs::path fresh(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("locosim-rf-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+void touch(const fs::path& p) { std::ofstream(p) << "mine\n"; }
+
+int count_temporaries(const fs::path& dir) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(dir)) n += e.path().filename().string().find(".tmp.") != std::string::npos;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("run folder: child_path takes one plain name, nothing that leaves the folder") {
+  const fs::path root = "/tmp/out";
+  CHECK(child_path(root, "ddp") == fs::path("/tmp/out/ddp"));
+  CHECK(child_path(root, "diloco-h50.v2") == fs::path("/tmp/out/diloco-h50.v2"));
+  for (const char* bad : {"", ".", "..", "/etc", "a/b", "../x"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(child_path(root, bad), std::invalid_argument);
+  }
+}
+
+TEST_CASE("run folder: a folder locosim did not write is never claimed or replaced") {
+  const fs::path root = fresh("claim");
+  const fs::path users = root / "users";
+  fs::create_directories(users);
+  touch(users / "thesis.tex");
+  CHECK_THROWS_WITH_AS(claim_folder(users), doctest::Contains("was not written by locosim"), std::invalid_argument);
+  CHECK_THROWS_AS(check_replaceable(users), std::invalid_argument);
+  CHECK(fs::exists(users / "thesis.tex"));
+  CHECK_FALSE(fs::exists(users / kRunMarker));
+
+  claim_folder(root / "fresh");  // absent: created and marked
+  CHECK(is_locosim_folder(root / "fresh"));
+  fs::create_directories(root / "empty");
+  claim_folder(root / "empty");  // empty: marked
+  CHECK(is_locosim_folder(root / "empty"));
+  fs::remove_all(root);
+}
+
+TEST_CASE("run folder: a staged folder appears only on commit, and replaces only a locosim folder") {
+  const fs::path root = fresh("stage");
+  claim_folder(root);
+  {
+    StagedFolder staged(root / "ddp");
+    touch(staged.path() / "metrics.csv");
+    CHECK_FALSE(fs::exists(root / "ddp"));
+    staged.commit();
+  }
+  CHECK(fs::exists(root / "ddp" / "metrics.csv"));
+  CHECK(is_locosim_folder(root / "ddp"));
+  CHECK(count_temporaries(root) == 0);
+
+  {  // the next run of the same policy replaces it
+    StagedFolder staged(root / "ddp");
+    touch(staged.path() / "events.csv");
+    staged.commit();
+  }
+  CHECK(fs::exists(root / "ddp" / "events.csv"));
+  CHECK_FALSE(fs::exists(root / "ddp" / "metrics.csv"));
+
+  {  // dropped without commit: nothing changes, nothing is left
+    StagedFolder staged(root / "ddp");
+    touch(staged.path() / "half.csv");
+  }
+  CHECK(fs::exists(root / "ddp" / "events.csv"));
+  CHECK(count_temporaries(root) == 0);
+
+  // Someone else's folder where the run would go: commit refuses and keeps it.
+  fs::create_directories(root / "diloco");
+  touch(root / "diloco" / "notes.txt");
+  StagedFolder staged(root / "diloco");
+  CHECK_THROWS_AS(staged.commit(), std::runtime_error);
+  CHECK(fs::exists(root / "diloco" / "notes.txt"));
+  fs::remove_all(root);
+}
+
+TEST_CASE("run folder: temporaries of dead processes are removed, live ones and foreign ones kept") {
+  const fs::path root = fresh("stale");
+  claim_folder(root);
+  // A process that stages a folder and dies without cleaning up (as under SIGKILL).
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    auto* leaked = new StagedFolder(root / "ddp");
+    (void)leaked;
+    std::_Exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(count_temporaries(root) == 1);
+
+  StagedFolder live(root / "diloco");            // this process's own: locked, kept
+  fs::create_directories(root / ".notes.tmp.1");  // looks temporary but has no marker: not ours, kept
+  CHECK(remove_stale_temporaries(root) == 1);
+  CHECK(fs::exists(live.path()));
+  CHECK(fs::exists(root / ".notes.tmp.1"));
+  CHECK(count_temporaries(root) == 2);
+  fs::remove_all(root);
+}
+
+TEST_CASE("run folder: a child's lock keeps its folder alive after the parent is gone") {
+  const fs::path root = fresh("inherit");
+  claim_folder(root);
+  int ready[2], release[2];
+  REQUIRE(pipe(ready) == 0);
+  REQUIRE(pipe(release) == 0);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {  // stages, forks a grandchild that keeps running, and dies
+    auto* leaked = new StagedFolder(root / "ddp");
+    (void)leaked;
+    if (fork() == 0) {
+      close(release[1]);  // so that the test closing its end is an end of file here
+      char c;
+      if (write(ready[1], "x", 1) != 1) std::_Exit(1);
+      pollfd wait_for_release{release[0], POLLIN, 0};
+      poll(&wait_for_release, 1, 30000);  // until the test lets it go (never longer than 30 s)
+      std::_Exit(0);
+    }
+    std::_Exit(0);
+  }
+  close(release[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  char c;
+  REQUIRE(read(ready[0], &c, 1) == 1);
+  CHECK(remove_stale_temporaries(root) == 0);  // the grandchild still writes into it
+  close(release[1]);                            // the grandchild exits
+  for (int i = 0; i < 100 && remove_stale_temporaries(root) == 0; ++i) usleep(20000);
+  CHECK(count_temporaries(root) == 0);
+  fs::remove_all(root);
+}

@@ -1,0 +1,44 @@
+// An up-front estimate of what simulating one policy of a scenario costs this machine (memory, disk,
+// wall time), and the check that refuses a run that would not fit before anything is written.
+//
+// The figures are coarse (within about 2x): the run's rows are counted from its schedule (compute
+// per worker and step; each collective's point-to-point flows, 4K(K-1) send/recv rows at most),
+// and each row is priced at what runs measured: memory (recorder and trace held in memory), bytes
+// written (events.csv and trace.json) and simulation time. Real LibTorch work is priced from the
+// proxy model's FLOPs at a conservative single-core rate.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/scenario.hpp"
+
+namespace locosim {
+
+struct RunEstimate {
+  double memory_bytes = 0;  // peak resident memory of the process simulating the policy
+  double disk_bytes = 0;    // what its run folder holds
+  double seconds = 0;       // wall time on one core
+  double rows = 0;          // rows of events.csv (the driver of all three at scale)
+};
+
+RunEstimate estimate_policy_run(const Scenario& scenario, const PolicySpec& policy);
+
+// What this machine offers: available memory (/proc/meminfo MemAvailable) and free space where the
+// run folders go.
+struct MachineRoom {
+  double memory_bytes = 0;
+  double disk_bytes = 0;
+};
+MachineRoom machine_room(const std::string& output_root);
+
+// Sums the policies' estimates (memory: the `jobs` largest at once). Throws std::invalid_argument with
+// the figures if memory or disk would not fit (unless `force`); returns a note to print ("" when the
+// run is small) naming the figures when they are large enough to matter.
+std::string check_run_fits(const std::vector<RunEstimate>& runs, int jobs, const MachineRoom& room, bool force);
+
+// "13.7 GB", "850 MB"; "3.2 min", "1.5 h".
+std::string human_bytes(double bytes);
+std::string human_seconds(double seconds);
+
+}  // namespace locosim

@@ -1,0 +1,80 @@
+// The run estimate: close to what a measured large run cost, and a run that does not fit is refused
+// with its figures before anything is written (regression: a 2-step run on a 1024-host platform took
+// 104 s, 13.7 GB and wrote 1.4 GB without a word).
+#include "sim/estimate.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "tests/doctest_torch.hpp"
+
+using namespace locosim;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A scenario of `hosts` identical workers, the tiny model, `steps` steps of `policy`.
+Scenario scenario_of(int hosts, int steps, const std::string& policy) {
+  const fs::path dir = fs::temp_directory_path() / ("locosim-estimate-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "corpus.txt") << std::string(400000, 'a');
+  const std::string yaml = "platform:\n  accelerators: {gpu: {peak: 100 TFLOPS, efficiency: 0.4}}\n  hosts:\n"
+                           "    - {name: h, accelerator: gpu, count: " + std::to_string(hosts) +
+                           ", uplink: {bandwidth: 100 Mbps, latency: 10 ms}, downlink: {bandwidth: 1 Gbps, latency: 10 ms}}\n"
+                           "data: {path: corpus.txt}\nmodel: {preset: tiny, seq_len: 16}\n"
+                           "train: {steps: " + std::to_string(steps) + ", batch_size: 1}\npolicies: [" + policy + "]\n";
+  return load_scenario_text(yaml, (dir / "s.yaml").string());
+}
+
+}  // namespace
+
+TEST_CASE("estimate: the 1024-host, 2-step DDP run is priced near what it measured (13.7 GB, 1.4 GB, 104 s)") {
+  const Scenario s = scenario_of(1024, 2, "ddp");
+  const RunEstimate e = estimate_policy_run(s, s.policies[0]);
+  CAPTURE(e.memory_bytes);
+  CAPTURE(e.disk_bytes);
+  CAPTURE(e.seconds);
+  CHECK(e.memory_bytes > 13.7e9 / 2);
+  CHECK(e.memory_bytes < 13.7e9 * 2);
+  CHECK(e.disk_bytes > 1.4e9 / 2);
+  CHECK(e.disk_bytes < 1.4e9 * 2);
+  CHECK(e.seconds > 104.0 / 2);
+  CHECK(e.seconds < 104.0 * 2);
+}
+
+TEST_CASE("estimate: DiLoCo's rare syncs cost far fewer rows than DDP's every-step all-reduce") {
+  const Scenario ddp = scenario_of(16, 100, "ddp");
+  const Scenario diloco = scenario_of(16, 100, "{name: diloco, inner_steps: 50}");
+  CHECK(estimate_policy_run(diloco, diloco.policies[0]).rows * 10 < estimate_policy_run(ddp, ddp.policies[0]).rows);
+}
+
+TEST_CASE("estimate: a run that does not fit is refused with the figures, unless forced") {
+  RunEstimate big;
+  big.memory_bytes = 30e9;
+  big.disk_bytes = 2e9;
+  big.seconds = 4000;
+  const MachineRoom room{20e9, 500e9};
+  CHECK_THROWS_WITH_AS(check_run_fits({big}, 2, room, false),
+                       "this run needs about 30.0 GB of memory (1 simulation at once, the largest 30.0 GB), 2.0 GB on "
+                       "disk and 66.7 min of single-core time; the machine has 20.0 GB of memory available. Use fewer "
+                       "workers or steps, fewer simulations at once (-j), or --force to try anyway",
+                       std::invalid_argument);
+  CHECK(check_run_fits({big}, 2, room, true).rfind("warning: --force: this run needs", 0) == 0);
+
+  RunEstimate half = big;
+  half.memory_bytes = 12e9;  // one fits, two at once do not
+  CHECK_THROWS_AS(check_run_fits({half, half}, 2, room, false), std::invalid_argument);
+  CHECK(check_run_fits({half, half}, 1, room, false).rfind("note: this run needs about 12.0 GB", 0) == 0);
+
+  RunEstimate disk = big;
+  disk.memory_bytes = 1e9;
+  CHECK_THROWS_WITH_AS(check_run_fits({disk}, 1, MachineRoom{20e9, 1e9}, false),
+                       doctest::Contains("the output folder's disk has 1.0 GB free"), std::invalid_argument);
+
+  RunEstimate small;
+  small.memory_bytes = 0.4e9;
+  small.disk_bytes = 2e6;
+  small.seconds = 20;
+  CHECK(check_run_fits({small, small}, 2, room, false).empty());
+}
