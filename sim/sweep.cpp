@@ -82,7 +82,7 @@ void put(YAML::Node node, const std::vector<KeyPart>& parts, size_t i, const std
   if (!list.IsDefined() || !list.IsSequence()) throw std::invalid_argument("'" + here + "' is not a list");
   std::vector<size_t> targets;
   for (size_t k = 0; k < list.size(); ++k) {
-    if (part.selector == "*" || (is_index(part.selector) ? std::stoul(part.selector) == k : picks(list[k], part.selector))) {
+    if (part.selector == "*" || (is_index(part.selector) ? part.selector == std::to_string(k) : picks(list[k], part.selector))) {
       targets.push_back(k);
     }
   }
@@ -105,6 +105,8 @@ void put(YAML::Node node, const std::vector<KeyPart>& parts, size_t i, const std
     put(list[k], parts, i + 1, value, item_path);
   }
 }
+
+constexpr size_t kMaxPointNameBytes = 200;
 
 std::string sanitize(const std::string& text) {
   std::string out;
@@ -228,6 +230,11 @@ Sweep load_sweep(const std::string& path) {
       point.values.emplace_back(axes[i].key, value);
       point.name += (i ? "+" : "") + axes[i].label + "=" + sanitize(value);
     }
+    if (point.name.size() > kMaxPointNameBytes) {  // it names a folder (file systems allow 255 bytes)
+      fail(path, axes.back().mark, axes.back().key,
+           "the point's folder name '" + point.name.substr(0, 60) + "...' is longer than " +
+               std::to_string(kMaxPointNameBytes) + " characters; use shorter values or fewer keys");
+    }
     try {
       point.scenario = load_scenario_text(apply_sweep_values(path, point.values), path);
     } catch (const ConfigError& e) {
@@ -235,7 +242,7 @@ Sweep load_sweep(const std::string& path) {
       size_t blamed = axes.size() - 1;
       for (size_t i = 0; i < axes.size(); ++i) {
         const std::string& k = e.key();
-        const std::string& tail = split_key(axes[i].key).back().name;
+        const std::string tail = split_key(axes[i].key).back().name;  // a copy: the parts are a temporary
         if (k.size() >= tail.size() && k.compare(k.size() - tail.size(), tail.size(), tail) == 0) blamed = i;
       }
       fail(path, axes[blamed].values[pick[blamed]].second, axes[blamed].key,

@@ -165,3 +165,20 @@ TEST_CASE("sweep: a 2-point grid runs into point folders with one summary.csv, a
   CHECK(report_run_folder((root / "bandwidth=2Mbps" / "diloco").string()).find("wall-clock") != std::string::npos);
   CHECK_THROWS_AS(report_run_folder((root / "nowhere").string()), std::invalid_argument);
 }
+
+TEST_CASE("sweep: a list index too large for any list, or a folder name too long, is a ConfigError") {
+  // Regressions found by the fuzzer: std::stoul threw std::out_of_range ("locosim: stoul", exit 1).
+  ConfigError huge = sweep_error("sweep-huge-index", "sweep:\n  platform.hosts[99999999999999999999].uplink.bandwidth: [10 Mbps]\n");
+  CHECK(std::string(huge.what()).find("no [99999999999999999999]") != std::string::npos);
+  ConfigError long_name =
+      sweep_error("sweep-long-name", "sweep:\n  policies[diloco].outer_lr: [0." + std::string(250, '1') + "]\n");
+  CHECK(std::string(long_name.what()).find("is longer than 200 characters") != std::string::npos);
+}
+
+TEST_CASE("sweep: a point that fails to load names its axis and value") {
+  // Regression found by the fuzzer: the blamed axis was read through a reference into a destroyed
+  // vector (AddressSanitizer: heap-use-after-free).
+  ConfigError e = sweep_error("sweep-bad-point", "sweep:\n  train.steps: [0]\n");
+  CHECK(e.key() == "sweep.train.steps");
+  CHECK(std::string(e.what()).find("value '0' at point steps=0") != std::string::npos);
+}
