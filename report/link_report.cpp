@@ -13,14 +13,30 @@ namespace locosim {
 
 double LinkReport::bucket_end_s(size_t b) const { return std::min(static_cast<double>(b + 1) * bucket_s, end_s); }
 
-double auto_bucket_s(double end_s) {
-  const double wanted = end_s / 200;
+namespace {
+
+// The smallest round width (1, 2 or 5 × a power of ten seconds) that cuts end_s into at most `count`.
+double round_bucket_s(double end_s, double count) {
+  const double wanted = end_s / count;
   if (!(wanted > 0)) return 1.0;
   double power = std::pow(10.0, std::floor(std::log10(wanted)));
   for (double step : {1.0, 2.0, 5.0, 10.0}) {
     if (step * power >= wanted * (1 - 1e-12)) return step * power;
   }
   return 10 * power;
+}
+
+}  // namespace
+
+double auto_bucket_s(double end_s) { return round_bucket_s(end_s, 200); }
+
+double bucket_width_s(double requested_s, double end_s) {
+  if (!(requested_s > 0)) return auto_bucket_s(end_s);
+  if (end_s / requested_s <= kMaxLinkBuckets) return requested_s;
+  const double widened = round_bucket_s(end_s, kMaxLinkBuckets);
+  std::fprintf(stderr, "note: report.link_bucket %.9g s would cut the run's %.9g s into %.0f buckets; widened to %.9g s "
+               "(at most %.0f)\n", requested_s, end_s, std::ceil(end_s / requested_s), widened, kMaxLinkBuckets);
+  return widened;
 }
 
 void write_links_csv(const LinkReport& report, const std::string& path) {
@@ -47,7 +63,7 @@ LinkReport links_from_events(const Recorder& recorder, const std::vector<std::st
                              double end_s) {
   LinkReport report;
   report.end_s = end_s;
-  report.bucket_s = bucket_s > 0 ? bucket_s : auto_bucket_s(end_s);
+  report.bucket_s = bucket_width_s(bucket_s, end_s);
   const auto buckets = static_cast<size_t>(std::max(1.0, std::ceil(end_s / report.bucket_s)));
   for (size_t w = 0; w < hosts.size(); ++w) {
     for (const char* direction : {"up", "down"}) {

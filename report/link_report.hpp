@@ -34,6 +34,11 @@ struct LinkReport {
 // A round bucket width (1, 2 or 5 × a power of ten seconds) that cuts end_s into at most 200 buckets.
 double auto_bucket_s(double end_s);
 
+// The bucket width to use: `requested_s`, or auto_bucket_s when it is 0; widened (with a note on
+// stderr naming both widths) when it would cut end_s into more than kMaxLinkBuckets buckets.
+constexpr double kMaxLinkBuckets = 20000;
+double bucket_width_s(double requested_s, double end_s);
+
 // links.csv: link,direction,worker,host,start_s,end_s,bytes,utilization (utilization = bytes over what
 // the link could carry in the bucket). One row per link and bucket, empty buckets included.
 void write_links_csv(const LinkReport& report, const std::string& path);

@@ -118,7 +118,7 @@ LinkReport LinkMeter::report(double bucket_s, double end_s) const {
   if (bucket_s < 0 || !std::isfinite(bucket_s)) throw std::invalid_argument("link bucket must be >= 0 s");
   LinkReport r;
   r.end_s = std::max(end_s, 0.0);
-  r.bucket_s = bucket_s > 0 ? bucket_s : auto_bucket_s(r.end_s);
+  r.bucket_s = bucket_width_s(bucket_s, r.end_s);
   const auto buckets = static_cast<size_t>(std::max(1.0, std::ceil(r.end_s / r.bucket_s)));
   for (const auto& m : state_->links) {
     LinkTraffic t = m.info;

@@ -137,3 +137,11 @@ TEST_CASE("links: automatic buckets are round and cut a run into at most 200") {
   CHECK(auto_bucket_s(0) == 1);
   for (double end : {0.3, 7.0, 99.0, 1234.5, 86400.0}) CHECK(end / auto_bucket_s(end) <= 200 + 1e-9);
 }
+
+TEST_CASE("links: a bucket that would cut a long run into too many buckets is widened, and says so") {
+  // Regression: report.link_bucket of 1 ms on a run of simulated days asked for billions of buckets.
+  CHECK(bucket_width_s(0, 8.02) == doctest::Approx(auto_bucket_s(8.02)));
+  CHECK(bucket_width_s(0.5, 100) == 0.5);
+  CHECK(bucket_width_s(0.001, 1e6) == doctest::Approx(50));  // 1e6 s / 20000 buckets
+  CHECK(1e6 / bucket_width_s(0.001, 1e6) <= kMaxLinkBuckets);
+}
