@@ -14,12 +14,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string replaced(std::string text, const std::string& from, const std::string& to) {
-  size_t at = text.find(from);
-  REQUIRE_MESSAGE(at != std::string::npos, "test setup: '" << from << "' not in the scenario");
-  return text.replace(at, from.size(), to);
-}
-
 struct BadCase {
   const char* what;
   std::string from;      // text of the good scenario to replace ...

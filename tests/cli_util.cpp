@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <sys/wait.h>
 
+#include "tests/doctest_torch.hpp"
+
 namespace locosim::testing {
 namespace fs = std::filesystem;
 
@@ -38,6 +40,12 @@ CliResult run_locosim(const std::string& args, const std::string& cwd, const std
   fs::remove(out);
   fs::remove(err);
   return r;
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  size_t at = text.find(from);
+  REQUIRE_MESSAGE(at != std::string::npos, "test setup: '" << from << "' not in the scenario");
+  return text.replace(at, from.size(), to);
 }
 
 std::string scratch_dir(const std::string& name) {

@@ -23,6 +23,8 @@ std::string scratch_dir(const std::string& name);
 void write_corpus(const std::string& path, size_t bytes);
 
 void write_file(const std::string& path, const std::string& text);
+// `text` with the first `from` replaced by `to`; fails the test if `from` is not in it.
+std::string replaced(std::string text, const std::string& from, const std::string& to);
 std::string read_file(const std::string& path);
 
 // The scenario every CLI test starts from: 2 workers on an inline asymmetric platform, the tiny

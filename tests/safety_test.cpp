@@ -19,12 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string replaced(std::string text, const std::string& from, const std::string& to) {
-  size_t at = text.find(from);
-  REQUIRE_MESSAGE(at != std::string::npos, "test setup: '" << from << "' not in the scenario");
-  return text.replace(at, from.size(), to);
-}
-
 // A scratch folder with corpus.txt and s.yaml (the small scenario, edited by `edit`).
 std::string setup(const std::string& name, const std::string& yaml = small_scenario_yaml()) {
   const std::string dir = scratch_dir(name);
