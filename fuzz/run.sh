@@ -47,9 +47,12 @@ fi
 echo "fuzz: build took $((SECONDS - start)) s"
 
 # libFuzzer adds new inputs to the first folder only; the others are seeds, read and never written.
+# Memory: about 700 MB at start (LibTorch's libraries, ASan's quarantine), then about 1 KB more per
+# input (the sanitizers' and libFuzzer's records: one input repeated keeps it flat), so a million
+# inputs need about 2 GB. The limit is 4 GB for the process, 1 GB for any one allocation.
 mkdir -p "$build/corpus" "$build/artifacts"
 args=("$build/corpus" "$repo/scenarios" "$repo/scenarios/tests" "$repo/platforms" "$repo/fuzz/regressions"
-      -dict="$repo/fuzz/yaml.dict" -timeout=10 -rss_limit_mb=2048 -max_len=8192
+      -dict="$repo/fuzz/yaml.dict" -timeout=10 -rss_limit_mb=4096 -malloc_limit_mb=1024 -max_len=8192
       -error_exitcode=1 -timeout_exitcode=70 -print_final_stats=1 -artifact_prefix="$build/artifacts/")
 ((seconds > 0)) && args+=(-max_total_time="$seconds")
 ((runs >= 0)) && args+=(-runs="$runs")
