@@ -9,11 +9,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <cerrno>
 #include <map>
 #include <memory>
 #include <sstream>
