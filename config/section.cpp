@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -124,13 +125,17 @@ class DocumentStarts : public YAML::EventHandler {
   void OnMapEnd() override {}
 };
 
-YAML::Mark document_start(const std::string& yaml, size_t index) {
+// Where a second document starts, if the text has one. yaml-cpp's parser can report endless empty
+// documents without moving on (a lone ','; YAML::LoadAll then never returns): a "document" that
+// starts where the previous one did is not a second one.
+std::optional<YAML::Mark> second_document(const std::string& yaml) {
   std::istringstream in(yaml);
   YAML::Parser parser(in);
   DocumentStarts starts;
-  while (starts.marks.size() <= index && parser.HandleNextDocument(starts)) {
+  while (starts.marks.size() < 2 && parser.HandleNextDocument(starts)) {
   }
-  return index < starts.marks.size() ? starts.marks[index] : YAML::Mark::null_mark();
+  if (starts.marks.size() < 2 || starts.marks[1].pos <= starts.marks[0].pos) return std::nullopt;
+  return starts.marks[1];
 }
 
 }  // namespace
@@ -198,14 +203,12 @@ Section Section::load_file(const std::string& path) {
 Section Section::load_string(const std::string& yaml, const std::string& file) {
   YAML::Node root;
   try {
-    std::vector<YAML::Node> documents = YAML::LoadAll(yaml);
-    if (documents.size() > 1) {
-      const YAML::Mark start = document_start(yaml, 1);
-      throw ConfigError(file, start.line + 1, start.column + 1, "",
+    root = YAML::Load(yaml);  // the first document
+    if (const std::optional<YAML::Mark> start = second_document(yaml)) {
+      throw ConfigError(file, start->line + 1, start->column + 1, "",
                         "a second YAML document starts here, and only the first would be read: remove this '---' "
                         "and merge its keys into the first document, or move them to a file of their own");
     }
-    if (!documents.empty()) root = documents[0];
   } catch (const YAML::Exception& e) {
     throw ConfigError(file, e.mark.line + 1, e.mark.column + 1, "", "invalid YAML: " + e.msg);
   }

@@ -128,6 +128,14 @@ TEST_CASE("section: a second YAML document is an error at its '---', not silentl
   CHECK(one.integer("a") == 1);
 }
 
+TEST_CASE("section: a lone ',' is not a mapping, and reading it ends (regression: endless empty documents)") {
+  // Found by the fuzzer: yaml-cpp's parser reports empty documents at ',' without moving on, so
+  // counting documents with YAML::LoadAll never returned and filled memory.
+  ConfigError e = error_of([] { Section::load_string(",", "comma.yaml"); });
+  CHECK(std::string(e.what()).find("expected a mapping of keys at the top level") != std::string::npos);
+  CHECK_THROWS_AS(Section::load_string(",\n,\n", "commas.yaml"), ConfigError);
+}
+
 TEST_CASE("section: identifiers name folders: a letter or digit first, then [A-Za-z0-9._-], at most 64") {
   for (const char* good : {"a", "9", "diloco-h50", "run_1.b", "A.b-c_d"}) {
     CAPTURE(good);
