@@ -6,10 +6,10 @@
 #include <torch/utils.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <thread>
 
 #include "report/link_report.hpp"
