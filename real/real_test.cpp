@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include "algorithms/policies.hpp"
@@ -98,6 +99,21 @@ TEST_CASE("real: the launcher's run folder has the simulator's files and columns
   fs::remove_all(dir);
 }
 
+// CPU time (user + system) the process has used so far, from /proc/<pid>/stat.
+static double cpu_seconds(pid_t pid) {
+  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string field;
+  double utime = 0, stime = 0;
+  for (int i = 3; fields >> field; ++i) {  // field 3 is the state; 14 and 15 are utime and stime
+    if (i == 14) utime = std::stod(field);
+    if (i == 15) stime = std::stod(field);
+  }
+  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 TEST_CASE("real: a killed rank makes the others exit non-zero, naming it, within the timeout") {
   const std::string dir = scratch_dir("kill");
   write_corpus(dir + "/corpus.txt", 20000);
@@ -127,7 +143,9 @@ TEST_CASE("real: a killed rank makes the others exit non-zero, naming it, within
     }
   }
   REQUIRE(rank1 > 0);
-  std::this_thread::sleep_for(std::chrono::seconds(3));
+  // Kill it while it trains, not while it starts: wait until it has used 2 s of CPU (a rank waiting
+  // in the rendezvous sleeps; on a loaded machine a fixed pause could end before the rendezvous).
+  for (int i = 0; i < 600 && cpu_seconds(rank1) < 2.0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   kill(rank1, SIGKILL);
   const auto killed_at = std::chrono::steady_clock::now();
   int status = 0;
