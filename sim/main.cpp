@@ -6,9 +6,7 @@
 // 128 + N stopped by signal N (children stopped, unfinished folders removed).
 #include <CLI/CLI.hpp>
 
-#include <algorithm>
 #include <cstdio>
-#include <thread>
 #include <iostream>
 #include <optional>
 
@@ -52,15 +50,11 @@ int check(const std::vector<std::string>& files) {
 void check_fits(const Sweep& sweep, const RunOptions& options, bool force) {
   std::vector<RunEstimate> runs;
   for (const SweepPoint& point : sweep.points) {
-    for (const PolicySpec& p : point.scenario.policies) {
-      const auto& only = options.only_labels;
-      if (only.empty() || std::find(only.begin(), only.end(), p.label) != only.end()) {
-        runs.push_back(estimate_policy_run(point.scenario, p));
-      }
+    for (const PolicySpec* p : selected_policies(point.scenario, options.only_labels)) {
+      runs.push_back(estimate_policy_run(point.scenario, *p));
     }
   }
-  const int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const std::string note = check_run_fits(runs, jobs, machine_room(options.output_root), force);
+  const std::string note = check_run_fits(runs, effective_jobs(options), machine_room(options.output_root), force);
   if (!note.empty()) std::printf("%s\n", note.c_str());
 }
 

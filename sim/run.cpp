@@ -39,18 +39,6 @@ struct Task {
   std::string name;  // in progress lines: the label, or point/label
 };
 
-std::vector<const PolicySpec*> select(const Scenario& scenario, const std::vector<std::string>& only) {
-  std::vector<const PolicySpec*> chosen;
-  for (const auto& p : scenario.policies) {
-    if (only.empty() || std::find(only.begin(), only.end(), p.label) != only.end()) chosen.push_back(&p);
-  }
-  for (const auto& label : only) {
-    bool known = std::any_of(scenario.policies.begin(), scenario.policies.end(),
-                             [&](const PolicySpec& p) { return p.label == label; });
-    if (!known) throw std::invalid_argument("--policy " + label + ": no policy with that label in " + scenario.file);
-  }
-  return chosen;
-}
 
 // The child: simulate, write, report steps on `progress_fd` ("<step> <time_s>\n", at most 5 a second),
 // and leave without running the parent's destructors (the parent's StagedFolders are its own).
@@ -122,7 +110,7 @@ void stop_all(std::map<pid_t, Running>& running) {
 // Runs the tasks, at most `jobs` at once; throws std::runtime_error naming the failed ones, or
 // Interrupted (after stopping the children and removing their folders) on SIGINT, SIGTERM or SIGHUP.
 void run_tasks(const std::vector<Task>& tasks, const RunOptions& options) {
-  const int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int jobs = effective_jobs(options);
   size_t name_width = 6;
   for (const auto& t : tasks) name_width = std::max(name_width, t.name.size());
 
@@ -238,10 +226,27 @@ std::string csv_field(const std::string& s) {
 
 }  // namespace
 
+std::vector<const PolicySpec*> selected_policies(const Scenario& scenario, const std::vector<std::string>& only) {
+  std::vector<const PolicySpec*> chosen;
+  for (const auto& p : scenario.policies) {
+    if (only.empty() || std::find(only.begin(), only.end(), p.label) != only.end()) chosen.push_back(&p);
+  }
+  for (const auto& label : only) {
+    bool known = std::any_of(scenario.policies.begin(), scenario.policies.end(),
+                             [&](const PolicySpec& p) { return p.label == label; });
+    if (!known) throw std::invalid_argument("--policy " + label + ": no policy with that label in " + scenario.file);
+  }
+  return chosen;
+}
+
+int effective_jobs(const RunOptions& options) {
+  return options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 std::vector<RunSummary> run_scenario(const Scenario& scenario, const RunOptions& options) {
   const fs::path root = child_path(options.output_root, scenario.name);
   std::vector<Task> tasks;
-  for (const PolicySpec* p : select(scenario, options.only_labels)) {
+  for (const PolicySpec* p : selected_policies(scenario, options.only_labels)) {
     tasks.push_back({&scenario, p, child_path(root, p->label), p->label});
   }
   prepare_folder(root, tasks);
@@ -265,7 +270,7 @@ std::vector<std::vector<RunSummary>> run_sweep(const Sweep& sweep, const RunOpti
   for (const SweepPoint& point : sweep.points) {
     per_point.emplace_back();
     const fs::path point_dir = child_path(root, point.name);
-    for (const PolicySpec* p : select(point.scenario, options.only_labels)) {
+    for (const PolicySpec* p : selected_policies(point.scenario, options.only_labels)) {
       per_point.back().push_back({&point.scenario, p, child_path(point_dir, p->label), point.name + "/" + p->label});
       tasks.push_back(per_point.back().back());
     }

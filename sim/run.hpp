@@ -22,6 +22,13 @@ struct RunOptions {
   bool live_progress = false;            // redraw a line per running policy (the CLI: on a terminal only)
 };
 
+// The scenario's policies whose labels are in `only` (all when empty), in order. Throws
+// std::invalid_argument for a label the scenario does not have.
+std::vector<const PolicySpec*> selected_policies(const Scenario& scenario, const std::vector<std::string>& only);
+
+// Policies simulated at once: options.jobs, or one per core.
+int effective_jobs(const RunOptions& options);
+
 // Returns the summaries in the scenario's policy order. Throws std::runtime_error if any policy
 // failed (its folder is then not created) or std::invalid_argument for an unknown label.
 std::vector<RunSummary> run_scenario(const Scenario& scenario, const RunOptions& options);

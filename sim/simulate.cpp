@@ -7,7 +7,6 @@
 
 #include <cstdio>
 
-#include "report/output_file.hpp"
 #include "report/recorder_csv.hpp"
 #include "report/summary.hpp"
 #include "report/trace.hpp"
