@@ -64,19 +64,22 @@ class Co2 : public Policy {
     }
   }
 
-  void step(int64_t step) override {
+  // The sync reported is that of the round applied at this step (the previous period's, at delay 1).
+  Sync step(int64_t step) override {
     optimizer_step(*inner_, ctx_.params, ctx_.optimizer, step, ctx_.total_steps);
-    if ((step + 1) % cfg_.inner_steps != 0) return;
+    if ((step + 1) % cfg_.inner_steps != 0) return Sync::none;
     auto round = std::make_unique<Round>();
     for (size_t i = 0; i < anchor_.size(); ++i) round->delta.push_back(anchor_[i] - ctx_.params[i].detach());
     round->pending = ctx_.transport->all_reduce_mean(round->delta, Wire{cfg_.wire, ctx_.wire_scale});
+    Sync sync = Sync::none;
     if (cfg_.delay == 0) {
-      apply(*round);
+      sync = apply(*round);
     } else if (previous_) {
-      apply(*previous_);
+      sync = apply(*previous_);
     }
     if (cfg_.delay == 1) previous_ = std::move(round);
     for (size_t i = 0; i < anchor_.size(); ++i) ctx_.params[i].detach().copy_(anchor_[i]);
+    return sync;
   }
 
   // The last period's all-reduce is still in flight: apply it, and move the local parameters by the
@@ -85,7 +88,7 @@ class Co2 : public Policy {
     if (!previous_) return;
     std::vector<torch::Tensor> before;
     for (const auto& a : anchor_) before.push_back(a.clone());
-    apply(*previous_);
+    (void)apply(*previous_);
     previous_.reset();
     for (size_t i = 0; i < anchor_.size(); ++i) ctx_.params[i].detach().add_(anchor_[i] - before[i]);
   }
@@ -96,9 +99,12 @@ class Co2 : public Policy {
     Pending pending;
   };
 
-  void apply(Round& round) {
-    round.pending.wait();
+  // Overlapped, so never redone: a failed round is skipped (θ and m untouched; its period's local
+  // progress, carried only by that round, is lost).
+  Sync apply(Round& round) {
+    if (!round.pending.wait()) return Sync::aborted;
     co2_outer_step(cfg_, anchor_, momentum_, round.delta);
+    return Sync::committed;
   }
 
   Co2Config cfg_;

@@ -20,11 +20,27 @@ class Ddp : public Policy {
   Ddp(const DdpConfig& cfg, PolicyContext ctx)
       : cfg_(cfg), ctx_(std::move(ctx)), optimizer_(make_optimizer(ctx_.params, ctx_.optimizer)) {}
 
-  void step(int64_t step) override {
+  // A failed all-reduce is redone among the survivors with the same gradients; if it keeps failing,
+  // the step is skipped on every member (no replica applies a gradient the others did not).
+  Sync step(int64_t step) override {
     std::vector<torch::Tensor> grads;
     for (auto& p : ctx_.params) grads.push_back(p.mutable_grad());
-    ctx_.transport->all_reduce_mean(grads, Wire{cfg_.wire, ctx_.wire_scale}).wait();
+    const Wire wire{cfg_.wire, ctx_.wire_scale};
+    if (!commit_or_redo([&] { return ctx_.transport->all_reduce_mean(grads, wire); })) return Sync::aborted;
     optimizer_step(*optimizer_, ctx_.params, ctx_.optimizer, step, ctx_.total_steps);
+    return Sync::committed;
+  }
+
+  // Replicas are identical after every committed step: a joiner takes the parameters and the
+  // optimizer's state.
+  bool handover_ready() const override { return true; }
+  void save(torch::serialize::OutputArchive& archive) const override {
+    save_tensors(archive, "params", ctx_.params);
+    save_optimizer(archive, "optimizer", *optimizer_);
+  }
+  void load(torch::serialize::InputArchive& archive) override {
+    load_tensors(archive, "params", ctx_.params);
+    load_optimizer(archive, "optimizer", *optimizer_);
   }
 
  private:

@@ -65,7 +65,7 @@ class Demo : public Policy {
     payload_bytes_ = demo_payload_bytes(cfg_, shapes);
   }
 
-  void step(int64_t step) override {
+  Sync step(int64_t step) override {
     // η_t: train.optimizer's schedule shape, peaking at the policy's own η.
     const OptimizerConfig& opt = ctx_.optimizer;
     const double lr = cfg_.lr * scheduled_lr(opt, step, ctx_.total_steps) / opt.lr;
@@ -86,16 +86,33 @@ class Demo : public Policy {
       }
     }
 
+    // A failed gather proceeds with the contributions that arrived (the members still alive):
+    // the step is committed on what the survivors all hold, never skipped.
     std::vector<std::vector<torch::Tensor>> gathered;
-    ctx_.transport->all_gather(wire, payload_bytes_ * ctx_.wire_scale, gathered).wait();
+    (void)ctx_.transport->all_gather(wire, payload_bytes_ * ctx_.wire_scale, gathered).wait();
+    std::vector<const std::vector<torch::Tensor>*> arrived;
+    for (const auto& g : gathered) {
+      if (!g.empty()) arrived.push_back(&g);
+    }
 
     torch::NoGradGuard no_grad;
-    std::vector<SparsePayload> by_rank(gathered.size());
+    std::vector<SparsePayload> by_rank(arrived.size());
     for (size_t i = 0; i < ctx_.params.size(); ++i) {
-      for (size_t r = 0; r < gathered.size(); ++r) by_rank[r] = SparsePayload::from(gathered[r], 3 * i);
+      for (size_t r = 0; r < arrived.size(); ++r) by_rank[r] = SparsePayload::from(*arrived[r], 3 * i);
       torch::Tensor g_mean = dcts_[i].decode(codecs_[i].mean_decode(by_rank));
       ctx_.params[i].detach().add_(g_mean.sign(), -lr);
     }
+    return Sync::committed;
+  }
+
+  // Parameters are identical on every member after each step; δ is each worker's own residual, so a
+  // joiner starts with δ = 0 (it has no unsent momentum) and takes only the parameters.
+  bool handover_ready() const override { return true; }
+  void save(torch::serialize::OutputArchive& archive) const override { save_tensors(archive, "params", ctx_.params); }
+  void load(torch::serialize::InputArchive& archive) override {
+    load_tensors(archive, "params", ctx_.params);
+    torch::NoGradGuard no_grad;
+    for (auto& d : deltas_) d.zero_();
   }
 
  private:

@@ -38,19 +38,42 @@ class DiLoCo : public Policy {
         global_, torch::optim::SGDOptions(cfg_.outer_lr).momentum(cfg_.outer_momentum).nesterov(nesterov));
   }
 
-  void step(int64_t step) override {
+  Sync step(int64_t step) override {
     optimizer_step(*inner_, ctx_.params, ctx_.optimizer, step, ctx_.total_steps);
-    if ((step + 1) % cfg_.inner_steps == 0) synchronize();
+    if ((step + 1) % cfg_.inner_steps != 0) return Sync::none;
+    return synchronize();
+  }
+
+  // After a round θ_i = θ on every member: a joiner takes θ, the outer momentum, and the donor's
+  // inner optimizer state (as torchft heals a replica from a peer's whole state).
+  bool handover_ready() const override { return true; }
+  void save(torch::serialize::OutputArchive& archive) const override {
+    save_tensors(archive, "global", global_);
+    save_optimizer(archive, "outer", *outer_);
+    save_optimizer(archive, "inner", *inner_);
+  }
+  void load(torch::serialize::InputArchive& archive) override {
+    load_tensors(archive, "global", global_);
+    load_optimizer(archive, "outer", *outer_);
+    load_optimizer(archive, "inner", *inner_);
+    for (size_t i = 0; i < global_.size(); ++i) ctx_.params[i].detach().copy_(global_[i].detach());
   }
 
  private:
-  void synchronize() {
+  // Commit or redo: the outer step is taken only on a completed all-reduce (redone among the
+  // survivors if a member is lost). A round given up leaves θ and the momentum untouched and restarts
+  // every member from θ: its inner steps are thrown away, never half-applied.
+  Sync synchronize() {
     std::vector<torch::Tensor> delta;  // Δ_i = θ − θ_i, then averaged in place
     for (size_t i = 0; i < global_.size(); ++i) delta.push_back(global_[i].detach() - ctx_.params[i].detach());
-    ctx_.transport->all_reduce_mean(delta, Wire{cfg_.wire, ctx_.wire_scale}).wait();
-    for (size_t i = 0; i < global_.size(); ++i) global_[i].mutable_grad() = delta[i];
-    outer_->step();
+    const Wire wire{cfg_.wire, ctx_.wire_scale};
+    const bool committed = commit_or_redo([&] { return ctx_.transport->all_reduce_mean(delta, wire); });
+    if (committed) {
+      for (size_t i = 0; i < global_.size(); ++i) global_[i].mutable_grad() = delta[i];
+      outer_->step();
+    }
     for (size_t i = 0; i < global_.size(); ++i) ctx_.params[i].detach().copy_(global_[i].detach());
+    return committed ? Sync::committed : Sync::aborted;
   }
 
   DiLoCoConfig cfg_;

@@ -28,12 +28,26 @@ class FedAvg : public Policy {
   FedAvg(const FedAvgConfig& cfg, PolicyContext ctx)
       : cfg_(cfg), ctx_(std::move(ctx)), inner_(make_optimizer(ctx_.params, ctx_.optimizer)) {}
 
-  void step(int64_t step) override {
+  // Commit or redo; a round given up keeps each member's own θ_i (there is no outer state to protect:
+  // the next round averages again).
+  Sync step(int64_t step) override {
     optimizer_step(*inner_, ctx_.params, ctx_.optimizer, step, ctx_.total_steps);
-    if ((step + 1) % cfg_.inner_steps != 0) return;
+    if ((step + 1) % cfg_.inner_steps != 0) return Sync::none;
     std::vector<torch::Tensor> theta;  // views of θ_i: the mean is written back into the model
     for (const auto& p : ctx_.params) theta.push_back(p.detach());
-    ctx_.transport->all_reduce_mean(theta, Wire{cfg_.wire, ctx_.wire_scale}).wait();
+    const Wire wire{cfg_.wire, ctx_.wire_scale};
+    return commit_or_redo([&] { return ctx_.transport->all_reduce_mean(theta, wire); }) ? Sync::committed
+                                                                                          : Sync::aborted;
+  }
+
+  bool handover_ready() const override { return true; }
+  void save(torch::serialize::OutputArchive& archive) const override {
+    save_tensors(archive, "params", ctx_.params);
+    save_optimizer(archive, "inner", *inner_);
+  }
+  void load(torch::serialize::InputArchive& archive) override {
+    load_tensors(archive, "params", ctx_.params);
+    load_optimizer(archive, "inner", *inner_);
   }
 
  private:

@@ -29,7 +29,10 @@ class ScheduleTransport : public Transport {
     int64_t values = 0;
     for (const auto& x : xs) values += x.numel();
     starts.emplace_back(now_step, values);
-    return Pending([this] { waits.push_back(now_step); });  // the mean of one worker is its own Δ
+    return Pending([this] {
+      waits.push_back(now_step);
+      return true;  // the mean of one worker is its own Δ
+    });
   }
   Pending all_gather(const std::vector<torch::Tensor>&, double, std::vector<std::vector<torch::Tensor>>&) override {
     return Pending();

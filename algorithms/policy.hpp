@@ -4,12 +4,20 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "algorithms/optim.hpp"
+#include "algorithms/sync.hpp"
 #include "algorithms/transport.hpp"
 
+namespace torch::serialize {
+class OutputArchive;
+class InputArchive;
+}  // namespace torch::serialize
+
 namespace locosim {
+
 
 // What a policy gets to work with on one worker.
 struct PolicyContext {
@@ -26,10 +34,30 @@ class Policy {
 
   // Called after step `step`'s backward pass (0-based): the gradients are in params[i].grad().
   // The policy owns the update of the parameters and may zero or overwrite the gradients.
-  virtual void step(int64_t step) = 0;
+  virtual Sync step(int64_t step) = 0;
 
   // Called once after the last step, before the final evaluation: completes anything in flight.
   virtual void finish() {}
+
+  // Handing the group's state to a worker that joins (or comes back) mid-run. A policy that can
+  // returns true from handover_ready() right after a committed synchronization with nothing in
+  // flight; save() then writes everything a joiner needs (parameters, optimizer and outer state) and
+  // the joiner's load() makes it a member in step with the group. Policies whose collectives overlap
+  // their compute (Streaming DiLoCo, CO2) never have such a point: a worker that leaves stays out.
+  virtual bool handover_ready() const { return false; }
+  virtual void save(torch::serialize::OutputArchive& /*archive*/) const {}
+  virtual void load(torch::serialize::InputArchive& /*archive*/) {}
 };
+
+// save()/load() of a list of tensors under `prefix` (prefix.0, prefix.1, ...); load copies in place.
+void save_tensors(torch::serialize::OutputArchive& archive, const std::string& prefix,
+                  const std::vector<torch::Tensor>& tensors);
+void load_tensors(torch::serialize::InputArchive& archive, const std::string& prefix,
+                  const std::vector<torch::Tensor>& tensors);
+// The same for an optimizer's whole state (torch's own serialization: lazily created state included).
+void save_optimizer(torch::serialize::OutputArchive& archive, const std::string& prefix,
+                    const torch::optim::Optimizer& optimizer);
+void load_optimizer(torch::serialize::InputArchive& archive, const std::string& prefix,
+                    torch::optim::Optimizer& optimizer);
 
 }  // namespace locosim

@@ -10,6 +10,9 @@ const char* event_kind_name(EventKind kind) {
     case EventKind::send: return "send";
     case EventKind::recv: return "recv";
     case EventKind::wait: return "wait";
+    case EventKind::away: return "away";
+    case EventKind::join: return "join";
+    case EventKind::discard: return "discard";
   }
   return "?";
 }

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/sync.hpp"
+
 namespace locosim {
 
 struct MetricRow {
@@ -16,9 +18,14 @@ struct MetricRow {
   int64_t tokens = 0;      // tokens this worker has trained on so far
   double train_loss = 0;
   double eval_loss = std::numeric_limits<double>::quiet_NaN();  // NaN where not evaluated
+  Sync sync = Sync::none;  // what the step's synchronization did, if it ended one
 };
 
-enum class EventKind { compute, send, recv, wait };
+// compute, send, recv, wait: what a worker does. On a changing world also: away (the worker is out
+// of the group: its host failed, until it is back in), join (its download of the group's state:
+// bytes, peer = the donor, or world_size for the relay), discard (an interval whose work was thrown
+// away: an aborted sync, or work lost with the worker).
+enum class EventKind { compute, send, recv, wait, away, join, discard };
 const char* event_kind_name(EventKind kind);
 
 struct EventRow {

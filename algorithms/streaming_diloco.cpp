@@ -101,17 +101,23 @@ class StreamingDiLoCo : public Policy {
     }
   }
 
-  void step(int64_t step) override {
+  // The sync reported is that of the fragments applied at this step (aborted if any of them failed).
+  Sync step(int64_t step) override {
     optimizer_step(*inner_, ctx_.params, ctx_.optimizer, step, ctx_.total_steps);
     const int64_t s = step + 1;  // inner steps done
     for (size_t p = 0; p < fragments_.size(); ++p) {
       if (s % cfg_.inner_steps == fragments_[p].offset) start_sync(p, s);
     }
-    while (!in_flight_.empty() && in_flight_.front()->apply_at <= s) apply_oldest();
+    Sync sync = Sync::none;
+    while (!in_flight_.empty() && in_flight_.front()->apply_at <= s) {
+      const Sync applied = apply_oldest();
+      if (sync != Sync::aborted) sync = applied;
+    }
+    return sync;
   }
 
   void finish() override {
-    while (!in_flight_.empty()) apply_oldest();
+    while (!in_flight_.empty()) (void)apply_oldest();
   }
 
  private:
@@ -121,7 +127,7 @@ class StreamingDiLoCo : public Policy {
     std::vector<torch::Tensor> global;      // θ_p: outer parameters, identical on every worker
     std::unique_ptr<torch::optim::SGD> outer;
   };
-  struct Sync {
+  struct FragmentSync {
     size_t fragment = 0;
     int64_t apply_at = 0;                   // s at which Δ_p is waited on and applied
     std::vector<torch::Tensor> delta;       // Δ_p,i, averaged in place by the wait; the Pending refers to it
@@ -129,7 +135,7 @@ class StreamingDiLoCo : public Policy {
   };
 
   void start_sync(size_t p, int64_t s) {
-    auto sync = std::make_unique<Sync>();
+    auto sync = std::make_unique<FragmentSync>();
     sync->fragment = p;
     sync->apply_at = s + cfg_.sync_delay;
     const Fragment& frag = fragments_[p];
@@ -140,10 +146,12 @@ class StreamingDiLoCo : public Policy {
     in_flight_.push_back(std::move(sync));
   }
 
-  void apply_oldest() {
-    std::unique_ptr<Sync> sync = std::move(in_flight_.front());
+  // Overlapped, so never redone: a failed fragment sync is skipped (θ_p and its momentum untouched,
+  // the local fragment kept as it is, to be averaged at the fragment's next sync).
+  Sync apply_oldest() {
+    std::unique_ptr<FragmentSync> sync = std::move(in_flight_.front());
     in_flight_.pop_front();
-    sync->pending.wait();
+    if (!sync->pending.wait()) return Sync::aborted;
     Fragment& frag = fragments_[sync->fragment];
     for (size_t k = 0; k < frag.index.size(); ++k) frag.global[k].mutable_grad() = sync->delta[k];
     frag.outer->step();
@@ -151,13 +159,14 @@ class StreamingDiLoCo : public Policy {
       torch::Tensor local = ctx_.params[frag.index[k]].detach();
       local.copy_(torch::lerp(frag.global[k].detach(), local, cfg_.merge_alpha));  // α·local + (1−α)·global
     }
+    return Sync::committed;
   }
 
   StreamingDiLoCoConfig cfg_;
   PolicyContext ctx_;
   std::unique_ptr<torch::optim::Optimizer> inner_;
   std::vector<Fragment> fragments_;
-  std::deque<std::unique_ptr<Sync>> in_flight_;  // in start order; every worker starts them in the same order
+  std::deque<std::unique_ptr<FragmentSync>> in_flight_;  // in start order; every worker starts them in the same order
 };
 
 }  // namespace

@@ -55,33 +55,73 @@ TrainLoop::TrainLoop(TinyLlama model, Shard shard, const Corpus& corpus, Policy&
       flops_per_step_(flops_per_step),
       recorder_(recorder) {}
 
-void TrainLoop::run() {
+void TrainLoop::run(int64_t first_step) {
   const int64_t tokens_per_step = cfg_.batch_size * model_->config().seq_len;
-  for (int64_t step = 0; step < cfg_.steps; ++step) {
+  steps_done_ = first_step;
+  tally_.pending_since_s = transport_.now_s();
+  for (int64_t step = first_step; step < cfg_.steps; ++step) {
     Batch batch = shard_.next(static_cast<int>(cfg_.batch_size));
     double train_loss = 0;
+    computing_since_s_ = transport_.now_s();
     transport_.compute(flops_per_step_, [&] {
       model_->zero_grad();
       torch::Tensor loss = model_->loss(batch.x_BT, batch.y_BT);
       loss.backward();
       train_loss = loss.item<double>();
     });
-    policy_.step(step);
+    tally_.compute_pending_s += transport_.now_s() - computing_since_s_;
+    computing_since_s_ = -1;
+    tally_.tokens_trained += tokens_per_step;
+    tally_.tokens_pending += tokens_per_step;
+    const Sync sync = policy_.step(step);
+    settle(sync, transport_.now_s());
 
     const bool last = step + 1 == cfg_.steps;
-    if (last) policy_.finish();
+    if (last) {
+      policy_.finish();
+      settle(Sync::committed, transport_.now_s());  // what is left is in the final model
+    }
     MetricRow row;
     row.time_s = transport_.now_s();
     row.worker = transport_.rank();
     row.step = step + 1;
-    row.tokens = (step + 1) * tokens_per_step;
+    row.tokens = tally_.tokens_trained;
+    row.sync = sync;
     row.train_loss = train_loss;
     if (last || (step + 1) % cfg_.eval_every == 0) {
       row.eval_loss = evaluate(model_, corpus_, cfg_.eval_batches, cfg_.batch_size);
     }
     recorder_.metric(row);
     steps_done_ = step + 1;
+    if (sync == Sync::committed && !last && on_handover_point && policy_.handover_ready()) {
+      on_handover_point(steps_done_);
+    }
   }
+}
+
+void TrainLoop::settle(Sync sync, double now_s) {
+  if (sync == Sync::none) return;
+  if (sync == Sync::committed) {
+    ++tally_.syncs_committed;
+    tally_.tokens_committed += tally_.tokens_pending;
+  } else {
+    ++tally_.syncs_aborted;
+    tally_.compute_wasted_s += tally_.compute_pending_s;
+    recorder_.event({transport_.rank(), EventKind::discard, tally_.pending_since_s, now_s, 0, -1});
+  }
+  tally_.tokens_pending = 0;
+  tally_.compute_pending_s = 0;
+  tally_.pending_since_s = now_s;
+}
+
+void TrainLoop::lose(double now_s) {
+  double wasted = tally_.compute_pending_s;
+  if (computing_since_s_ >= 0) wasted += now_s - computing_since_s_;
+  tally_.compute_wasted_s += wasted;
+  recorder_.event({transport_.rank(), EventKind::discard, tally_.pending_since_s, now_s, 0, -1});
+  tally_.tokens_pending = 0;
+  tally_.compute_pending_s = 0;
+  computing_since_s_ = -1;
 }
 
 }  // namespace locosim

@@ -2,6 +2,7 @@
 // compute the loss and gradients (charged as compute time), let the policy update, record.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "algorithms/optim.hpp"
@@ -28,18 +29,43 @@ struct TrainConfig {
 // Mean cross-entropy of `model` on the first `batches` eval batches (no gradients, no time charged).
 double evaluate(TinyLlama& model, const Corpus& corpus, int64_t batches, int64_t batch_size);
 
+// One worker's work, split by what became of it (the summary's goodput and compute wasted).
+struct WorkTally {
+  int64_t tokens_trained = 0;       // every step's tokens, kept or not
+  int64_t tokens_committed = 0;     // tokens of steps whose work reached a committed sync (or the end)
+  double compute_wasted_s = 0;      // compute thrown away: aborted syncs, work lost with the worker
+  int64_t syncs_committed = 0;
+  int64_t syncs_aborted = 0;
+  // Since the last committed sync: thrown away if the next one aborts or the worker is lost.
+  int64_t tokens_pending = 0;
+  double compute_pending_s = 0;
+  double pending_since_s = 0;
+};
+
 class TrainLoop {
  public:
   // flops_per_step: compute charged per step (forward + backward of batch_size·seq_len tokens).
   TrainLoop(TinyLlama model, Shard shard, const Corpus& corpus, Policy& policy, Transport& transport,
             const TrainConfig& cfg, double flops_per_step, Recorder& recorder);
 
-  void run();
+  // Runs steps [first_step, train.steps): 0 from the start; a worker that joins mid-run starts where
+  // the group is, after the policy's load().
+  void run(int64_t first_step = 0);
   // Steps completed so far; equal to the configured steps once run() has returned.
   int64_t steps_done() const { return steps_done_; }
   bool finished() const { return steps_done_ == cfg_.steps; }
+  const WorkTally& tally() const { return tally_; }
+
+  // The worker was lost at `now_s` (its host failed): the work since its last committed sync, the
+  // step it was computing included, is thrown away and recorded as a `discard` event.
+  void lose(double now_s);
+
+  // Called after each committed sync at which the policy can hand its state over (handover_ready),
+  // with the number of steps done: where the world admits joiners. May be left empty.
+  std::function<void(int64_t steps_done)> on_handover_point;
 
  private:
+  void settle(Sync sync, double now_s);
   TinyLlama model_;
   Shard shard_;
   const Corpus& corpus_;
@@ -49,6 +75,8 @@ class TrainLoop {
   double flops_per_step_;
   Recorder& recorder_;
   int64_t steps_done_ = 0;
+  WorkTally tally_;
+  double computing_since_s_ = -1;  // >= 0 while a step's compute is being charged
 };
 
 }  // namespace locosim

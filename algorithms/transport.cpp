@@ -5,16 +5,27 @@
 
 namespace locosim {
 
+bool commit_or_redo(const std::function<Pending()>& attempt, int max_attempts) {
+  for (int i = 0; i < max_attempts; ++i) {
+    if (attempt().wait()) return true;
+  }
+  return false;
+}
+
 std::vector<torch::Tensor> mean_in_rank_order(const std::vector<std::vector<torch::Tensor>>& contributions,
                                               WireFormat format) {
   torch::NoGradGuard no_grad;  // scoped: never held across a simulator context switch
-  const size_t world = contributions.size();
+  std::vector<const std::vector<torch::Tensor>*> members;
+  for (const auto& c : contributions) {
+    if (!c.empty()) members.push_back(&c);
+  }
+  const std::vector<torch::Tensor>& first = *members.at(0);
   std::vector<torch::Tensor> out;
-  for (size_t i = 0; i < contributions[0].size(); ++i) {
-    torch::Tensor sum = contributions[0][i].to(torch::kFloat32, false, /*copy=*/true);
-    for (size_t r = 1; r < world; ++r) sum.add_(contributions[r][i]);
-    sum.div_(static_cast<double>(world));
-    out.push_back(through_wire(sum, format).to(contributions[0][i].scalar_type()));
+  for (size_t i = 0; i < first.size(); ++i) {
+    torch::Tensor sum = first[i].to(torch::kFloat32, false, /*copy=*/true);
+    for (size_t r = 1; r < members.size(); ++r) sum.add_((*members[r])[i]);
+    sum.div_(static_cast<double>(members.size()));
+    out.push_back(through_wire(sum, format).to(first[i].scalar_type()));
   }
   return out;
 }

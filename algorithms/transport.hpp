@@ -19,26 +19,31 @@ struct Wire {
   double scale = 1.0;
 };
 
-// A collective in flight. wait() blocks until it completes and its results are in place; calling it
-// again does nothing. Results land only through wait(): every Pending must be waited on.
+// A collective in flight. wait() blocks until it ends and returns whether it completed: true, its
+// results are in place; false, it failed (a member was lost, a link was cut: what a failed NCCL or
+// Gloo call reports) and its results are untouched, for the caller to decide what to do (see
+// commit_or_redo). Calling wait() again returns the same answer. Results land only through wait():
+// every Pending must be waited on.
 class Pending {
  public:
   Pending() = default;  // already complete
-  explicit Pending(std::function<void()> wait_fn) : wait_fn_(std::move(wait_fn)) {}
+  explicit Pending(std::function<bool()> wait_fn) : wait_fn_(std::move(wait_fn)) {}
   Pending(Pending&&) noexcept = default;
   Pending& operator=(Pending&&) noexcept = default;
 
-  void wait() {
+  [[nodiscard]] bool wait() {
     if (wait_fn_) {
       auto fn = std::move(wait_fn_);
       wait_fn_ = nullptr;
-      fn();
+      completed_ = fn();
     }
+    return completed_;
   }
   bool done() const { return !wait_fn_; }
 
  private:
-  std::function<void()> wait_fn_;
+  std::function<bool()> wait_fn_;
+  bool completed_ = true;
 };
 
 class Transport {
@@ -48,15 +53,21 @@ class Transport {
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
 
-  // Averages `xs` across all workers, in place, when the returned Pending is waited on.
+  // Membership: a collective runs among the workers that are in the group when it starts (on a
+  // changing world some may be away); the mean is over their contributions. A member lost during the
+  // collective, or a link cut under it, fails it for every member (wait() returns false).
+
+  // Averages `xs` across the members, in place, when the returned Pending is waited on.
   // The contributions are taken (rounded to w.format) when the call is made, so the caller may keep
   // changing xs until wait(). The mean is summed in fp32 in rank order (bit-identical everywhere)
   // and rounded to w.format again, as the all-gather half of the collective carries it.
   // REQUIRES: every worker makes the same sequence of collective calls with tensors of the same shapes.
   virtual Pending all_reduce_mean(std::vector<torch::Tensor>& xs, Wire w) = 0;
 
-  // Gathers every worker's `mine` into out[rank] (out is resized to world_size(); out[rank()] is a
-  // copy of mine) when the returned Pending is waited on. The tensors are sent as they are: the caller
+  // Gathers every member's `mine` into out[rank] (out is resized to world_size(); out[rank()] is a
+  // copy of mine; a rank that is not a member leaves its entry empty) when the returned Pending is
+  // waited on. On failure, out still receives the contributions of the members that are alive
+  // (DeMo proceeds with what arrived). The tensors are sent as they are: the caller
   // has already encoded them (indices, quantized values) and says what they weigh on the wire in
   // `bytes` (including any Wire::scale pricing). Contributions are taken when the call is made.
   // REQUIRES: as for all_reduce_mean; `out` outlives the wait.
@@ -70,8 +81,14 @@ class Transport {
   virtual double now_s() const = 0;
 };
 
+// The commit-or-redo rule of every synchronous policy (torchft's should_commit): `attempt` starts a
+// collective on tensors it leaves untouched on failure; a failed attempt is redone among the members
+// still in the group, up to `max_attempts` times. Returns whether one completed (commit) or not.
+bool commit_or_redo(const std::function<Pending()>& attempt, int max_attempts = 3);
+
 // The reference reduction every transport uses: mean over contributions[rank][i] in rank order,
-// rounded to the wire format. contributions are already rounded to it (through_wire).
+// rounded to the wire format. contributions are already rounded to it (through_wire); a rank with no
+// contribution (not a member) is skipped. REQUIRES: at least one contribution.
 std::vector<torch::Tensor> mean_in_rank_order(const std::vector<std::vector<torch::Tensor>>& contributions,
                                               WireFormat format);
 

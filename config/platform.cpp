@@ -25,6 +25,7 @@
 #include <cctype>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "config/section.hpp"
 
@@ -262,9 +263,8 @@ bool has_wan(const PlatformSpec& spec, const std::string& from, const std::strin
                      [&](const WanSpec& w) { return w.from == from && w.to == to; });
 }
 
-// Every ordered pair of endpoints (hosts and relay) needs a route (see route_link_names in
-// sim/platform.hpp). Hosts with their own links always reach each other; the rest depends on the sites
-// that hold hosts.
+// Every ordered pair of endpoints (hosts and relay) needs a route (see route_link_names). Hosts with
+// their own links always reach each other; the rest depends on the sites that hold hosts.
 void check_routes(const PlatformSpec& spec, const std::vector<Section>& site_sections) {
   std::vector<size_t> used;  // indices into spec.sites of sites that hold endpoints, in spec order
   bool any_siteless = false;
@@ -311,6 +311,59 @@ PlatformSpec parse_platform(Section& section) {
   section.finish();
   check_routes(spec, site_sections);
   return spec;
+}
+
+namespace {
+std::string host_link(const HostSpec& h, const char* direction) { return h.name + "." + direction; }
+std::string lan_link(const HostSpec& h, const char* direction) {
+  return h.site + ".lan." + h.name + "." + direction;
+}
+std::string site_link(const std::string& site, const char* direction) { return site + "." + direction; }
+std::string wan_link(const std::string& from, const std::string& to) { return "wan." + from + "->" + to; }
+}  // namespace
+
+std::vector<std::pair<std::string, LinkSpec>> platform_links(const PlatformSpec& spec) {
+  std::vector<std::pair<std::string, LinkSpec>> links;
+  for (size_t i = 0; i < spec.endpoint_count(); ++i) {
+    const HostSpec& h = spec.endpoint(i);
+    if (h.site.empty()) {
+      links.emplace_back(host_link(h, "up"), h.uplink);
+      links.emplace_back(host_link(h, "down"), h.downlink);
+    } else {
+      const SiteSpec* site = spec.site(h.site);
+      links.emplace_back(lan_link(h, "up"), site->lan);
+      links.emplace_back(lan_link(h, "down"), site->lan);
+    }
+  }
+  for (const auto& s : spec.sites) {
+    if (s.uplink) links.emplace_back(site_link(s.name, "up"), *s.uplink);
+    if (s.downlink) links.emplace_back(site_link(s.name, "down"), *s.downlink);
+  }
+  for (const auto& w : spec.wan) links.emplace_back(wan_link(w.from, w.to), w.link);
+  return links;
+}
+
+std::vector<std::string> link_names(const PlatformSpec& spec) {
+  std::vector<std::string> names;
+  for (auto& [name, link] : platform_links(spec)) names.push_back(std::move(name));
+  return names;
+}
+
+std::vector<std::string> route_link_names(const PlatformSpec& spec, size_t src, size_t dst) {
+  const HostSpec& a = spec.endpoint(src);
+  const HostSpec& b = spec.endpoint(dst);
+  if (a.site.empty() && b.site.empty()) return {host_link(a, "up"), host_link(b, "down")};
+  if (a.site == b.site) return {lan_link(a, "up"), lan_link(b, "down")};
+  std::vector<std::string> route;
+  route.push_back(a.site.empty() ? host_link(a, "up") : lan_link(a, "up"));
+  if (!a.site.empty() && !b.site.empty() && has_wan(spec, a.site, b.site)) {
+    route.push_back(wan_link(a.site, b.site));
+  } else {
+    if (!a.site.empty()) route.push_back(site_link(a.site, "up"));
+    if (!b.site.empty()) route.push_back(site_link(b.site, "down"));
+  }
+  route.push_back(b.site.empty() ? host_link(b, "down") : lan_link(b, "down"));
+  return route;
 }
 
 std::vector<std::vector<int>> site_groups(const PlatformSpec& spec) {

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace locosim {
@@ -63,6 +64,24 @@ struct PlatformSpec {
   size_t endpoint_count() const { return hosts.size() + (relay ? 1 : 0); }
   const HostSpec& endpoint(size_t i) const { return i < hosts.size() ? hosts[i] : relay.value(); }
 };
+
+// Every link sim/platform.hpp's build_platform creates, once each, with its bandwidth and latency, in this
+// order: per endpoint (workers by rank, then the relay) its uplink and downlink ("home-0.up", "home-0.down",
+// or "eu.lan.dc-0.up", "eu.lan.dc-0.down" for a machine in site eu), then per site with access links
+// "eu.up", "eu.down", then per wan path "wan.eu->us". Pure, like route_link_names.
+std::vector<std::pair<std::string, LinkSpec>> platform_links(const PlatformSpec& spec);
+// The names of platform_links, in the same order (what a scenario's world section may name).
+std::vector<std::string> link_names(const PlatformSpec& spec);
+
+// The links, in order, that a transfer from spec.endpoint(src) to spec.endpoint(dst) crosses (src != dst;
+// index spec.hosts.size() is the relay, whose links follow the same rules as a host's):
+//   both outside sites:      [src.up, dst.down]
+//   same site s:             [s.lan.src.up, s.lan.dst.down]
+//   site s to site t:        [s.lan.src.up, wan.s->t, t.lan.dst.down]  when a wan entry s→t exists
+//                            [s.lan.src.up, s.up, t.down, t.lan.dst.down]  otherwise
+//   outside to site t:       [src.up, t.down, t.lan.dst.down]   (and site s to outside: [s.lan.src.up, s.up, dst.down])
+// Pure: needs no SimGrid, so routes can be tested without an Engine.
+std::vector<std::string> route_link_names(const PlatformSpec& spec, size_t src, size_t dst);
 
 // Worker ranks grouped by site, in rank order, groups ordered by their first rank (the site's leader
 // in a hierarchical all-reduce). A host outside any site is a group of its own.

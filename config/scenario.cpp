@@ -4,6 +4,7 @@
 //   seed: 1
 //   platform: ../platforms/x.yaml         # a platform file (relative to this one) or an inline mapping
 //   network: {all_reduce: auto, all_gather: auto}   # ring|relay|hierarchical, mesh|ring|relay (sim/collectives.hpp)
+//   world:   {failure_timeout: 10 s, events: [...], traces: [...], churn: [...]}   # optional (config/world.cpp)
 //   data:    {path: kjv, eval_fraction: 0.05, split: iid}       # split: iid | non_iid
 //   model:   {preset: tiny, d_model: 64, n_layers: 2, n_heads: 4, seq_len: 64}
 //   train:   {steps: 200, batch_size: 8, eval_every: 50, eval_batches: 4, target_loss: 2.5,
@@ -145,6 +146,8 @@ static Scenario read_scenario(Section& top, const std::string& path) {
   s.platform = read_platform(top);
   Section network = top.child("network", /*optional=*/true);
   s.network = parse_network(network, s.platform);
+  Section world = top.child("world", /*optional=*/true);
+  s.world = parse_world(world, s.platform, s.seed);
   Section data = top.child("data", /*optional=*/true);
   s.data = read_data(data);
   Section model = top.child("model", /*optional=*/true);

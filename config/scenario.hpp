@@ -9,6 +9,7 @@
 #include "algorithms/policies.hpp"
 #include "algorithms/train_loop.hpp"
 #include "config/platform.hpp"
+#include "config/world.hpp"
 #include "models/corpus.hpp"
 #include "models/llama.hpp"
 
@@ -33,6 +34,7 @@ struct Scenario {
   uint64_t seed = 1;
   PlatformSpec platform;
   CollectiveChoice network;         // how collectives travel; `auto` resolved against the platform
+  WorldSpec world;                  // how the platform changes during the run; empty: it does not
   DataConfig data;
   LlamaConfig model;
   TrainConfig train;

@@ -68,6 +68,7 @@ Pending C10dTransport::all_reduce_mean(std::vector<torch::Tensor>& xs, Wire w) {
       torch::Tensor mean = buffer[0].to(torch::kFloat32).div_(static_cast<double>(world));
       auto parts = unflatten(mean, xs);
       for (size_t i = 0; i < xs.size(); ++i) xs[i].detach().copy_(parts[i]);
+      return true;  // a lost peer throws (the group cannot be re-formed yet)
     });
   }
   std::vector<torch::Tensor> rounded;
@@ -83,6 +84,7 @@ Pending C10dTransport::all_reduce_mean(std::vector<torch::Tensor>& xs, Wire w) {
     for (const auto& flat : all[0]) contributions.push_back(unflatten(flat, xs));
     auto mean = mean_in_rank_order(contributions, format);
     for (size_t i = 0; i < xs.size(); ++i) xs[i].detach().copy_(mean[i]);
+    return true;
   });
 }
 
@@ -109,6 +111,7 @@ Pending C10dTransport::all_gather(const std::vector<torch::Tensor>& mine, double
     for (const auto& per_tensor : *gathered) {
       for (int r = 0; r < world; ++r) out[r].push_back(per_tensor[0][r]);
     }
+    return true;
   });
 }
 

@@ -150,6 +150,8 @@ void write_run_folder(const Scenario& scenario, const PolicySpec& policy, const 
   write_links_csv(links, (temp / "links.csv").string());
   write_trace_json(merged, names, &links, (temp / "trace.json").string());
   RunSummary summary = summarize(merged, scenario.world_size(), scenario.train.target_loss);
+  summary.useful_tokens = summary.tokens;  // no member is ever lost here: every token is kept
+  set_goodput(summary);
   summary.label = policy.label;
   summary.policy = policy.name;
   summary.params_fingerprint = fingerprint;

@@ -35,10 +35,10 @@ void write_metrics_csv(const Recorder& recorder, const std::string& path) {
   });
   OutputFile file(path);
   std::ostream& out = file.out();
-  out << "time_s,worker,step,tokens,train_loss,eval_loss\n";
+  out << "time_s,worker,step,tokens,train_loss,eval_loss,sync\n";
   for (const auto& r : rows) {
     out << fmt_g(r.time_s) << ',' << r.worker << ',' << r.step << ',' << r.tokens << ',' << fmt_loss(r.train_loss)
-        << ',' << fmt_loss(r.eval_loss) << '\n';
+        << ',' << fmt_loss(r.eval_loss) << ',' << sync_name(r.sync) << '\n';
   }
   file.close();
 }

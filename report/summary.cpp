@@ -27,29 +27,38 @@ RunSummary summarize(const Recorder& recorder, int workers, std::optional<double
   }
   std::vector<std::vector<const MetricRow*>> by_worker(workers);
   std::map<int64_t, std::vector<const MetricRow*>> evals_by_step;
+  std::map<int64_t, Sync> syncs;  // by step: aborted if any member gave it up (members agree)
   for (const auto& m : recorder.metrics()) {
     by_worker[m.worker].push_back(&m);
     end_s[m.worker] = std::max(end_s[m.worker], m.time_s);
+    s.steps = std::max(s.steps, m.step);
     if (!std::isnan(m.eval_loss)) evals_by_step[m.step].push_back(&m);
+    if (m.sync != Sync::none && syncs[m.step] != Sync::aborted) syncs[m.step] = m.sync;
   }
+  for (const auto& [step, sync] : syncs) (sync == Sync::committed ? s.syncs_committed : s.syncs_aborted) += 1;
   s.wall_clock_s = *std::max_element(end_s.begin(), end_s.end());
+  int finished = 0;
+  for (int w = 0; w < workers; ++w) {
+    if (!by_worker[w].empty() && by_worker[w].back()->step == s.steps) ++finished;
+  }
   for (int w = 0; w < workers; ++w) {
     const auto& rows = by_worker[w];
     if (rows.empty()) continue;
-    s.steps = std::max(s.steps, rows.back()->step);
     s.tokens += rows.back()->tokens;
     if (s.wall_clock_s > 0) s.compute_utilization += compute_s[w] / s.wall_clock_s / workers;
+    if (rows.back()->step != s.steps) continue;  // away at the end: no final model
     size_t n = std::min<size_t>(10, rows.size());
     double tail = 0;
     for (size_t i = rows.size() - n; i < rows.size(); ++i) tail += rows[i]->train_loss;
-    s.final_train_loss += tail / static_cast<double>(n) / workers;
-    s.final_eval_loss += rows.back()->eval_loss / workers;
+    s.final_train_loss += tail / static_cast<double>(n) / finished;
+    s.final_eval_loss += rows.back()->eval_loss / finished;
   }
   if (target_loss) {
+    // The first evaluation step at which the workers evaluated there average to the target.
     for (const auto& [step, rows] : evals_by_step) {
-      if (static_cast<int>(rows.size()) != workers) continue;
+      const double n = static_cast<double>(rows.size());
       double mean = 0, when = 0;
-      for (const MetricRow* r : rows) mean += r->eval_loss / workers, when = std::max(when, r->time_s);
+      for (const MetricRow* r : rows) mean += r->eval_loss / n, when = std::max(when, r->time_s);
       if (mean <= *target_loss) {
         s.time_to_target_s = when;
         break;
@@ -57,6 +66,10 @@ RunSummary summarize(const Recorder& recorder, int workers, std::optional<double
     }
   }
   return s;
+}
+
+void set_goodput(RunSummary& s) {
+  s.goodput_tokens_per_s = s.wall_clock_s > 0 ? static_cast<double>(s.useful_tokens) / s.wall_clock_s : 0;
 }
 
 namespace {
@@ -93,7 +106,14 @@ void write_summary_json(const RunSummary& s, const std::string& path) {
                       {"final_eval_loss", s.final_eval_loss},
                       {"target_loss", optional_json(s.target_loss)},
                       {"time_to_target_s", optional_json(s.time_to_target_s)},
-                      {"params_fingerprint", s.params_fingerprint}};
+                      {"params_fingerprint", s.params_fingerprint},
+                      {"workers_lost", s.workers_lost},
+                      {"workers_joined", s.workers_joined},
+                      {"syncs_committed", s.syncs_committed},
+                      {"syncs_aborted", s.syncs_aborted},
+                      {"compute_wasted_s", s.compute_wasted_s},
+                      {"useful_tokens", s.useful_tokens},
+                      {"goodput_tokens_per_s", s.goodput_tokens_per_s}};
   write_text_file(path, j.dump(2) + "\n");
 }
 
@@ -117,6 +137,13 @@ RunSummary read_summary_json(const std::string& path) {
     s.target_loss = optional_from(j.at("target_loss"));
     s.time_to_target_s = optional_from(j.at("time_to_target_s"));
     s.params_fingerprint = j.value("params_fingerprint", "");
+    s.workers_lost = j.value("workers_lost", 0);
+    s.workers_joined = j.value("workers_joined", 0);
+    s.syncs_committed = j.value("syncs_committed", int64_t{0});
+    s.syncs_aborted = j.value("syncs_aborted", int64_t{0});
+    s.compute_wasted_s = j.value("compute_wasted_s", 0.0);
+    s.useful_tokens = j.value("useful_tokens", int64_t{0});
+    s.goodput_tokens_per_s = j.value("goodput_tokens_per_s", 0.0);
     return s;
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(path + ": not a locosim summary: " + e.what());
@@ -127,13 +154,16 @@ void write_summary_csv(const std::vector<RunSummary>& rows, const std::string& p
   OutputFile file(path);
   std::ostream& out = file.out();
   out << "label,policy,workers,steps,tokens,wall_clock_s,compute_utilization,sent_bytes_per_worker,"
-         "recv_bytes_per_worker,final_train_loss,final_eval_loss,target_loss,time_to_target_s\n";
+         "recv_bytes_per_worker,final_train_loss,final_eval_loss,target_loss,time_to_target_s,workers_lost,"
+         "workers_joined,syncs_committed,syncs_aborted,compute_wasted_s,useful_tokens,goodput_tokens_per_s\n";
   auto opt = [](const std::optional<double>& v) { return v ? fmt::format("{:.9g}", *v) : std::string(); };
   for (const auto& r : rows) {
-    out << fmt::format("{},{},{},{},{},{:.9g},{:.6f},{:.9g},{:.9g},{:.6f},{:.6f},{},{}\n", r.label, r.policy, r.workers,
+    out << fmt::format("{},{},{},{},{},{:.9g},{:.6f},{:.9g},{:.9g},{:.6f},{:.6f},{},{},", r.label, r.policy, r.workers,
                        r.steps, r.tokens, r.wall_clock_s, r.compute_utilization, r.sent_bytes_per_worker,
                        r.recv_bytes_per_worker, r.final_train_loss, r.final_eval_loss, opt(r.target_loss),
                        opt(r.time_to_target_s));
+    out << fmt::format("{},{},{},{},{:.9g},{},{:.9g}\n", r.workers_lost, r.workers_joined, r.syncs_committed,
+                       r.syncs_aborted, r.compute_wasted_s, r.useful_tokens, r.goodput_tokens_per_s);
   }
   file.close();
 }
@@ -181,6 +211,17 @@ std::string format_table(const std::vector<RunSummary>& unsorted) {
                        label_width, human_time(r.wall_clock_s), 100 * r.compute_utilization,
                        r.sent_bytes_per_worker / 1e6, r.recv_bytes_per_worker / 1e6, relative(r), r.final_train_loss,
                        r.final_eval_loss, to_target);
+  }
+  // On a changing world, a second block: what the changes cost each policy.
+  if (std::any_of(rows.begin(), rows.end(), [](const RunSummary& r) { return r.world_changed(); })) {
+    const char* churn_line = "{:<{}}  {:>6}  {:>6}  {:>9}  {:>7}  {:>14}  {:>12}\n";
+    out += "\n" + fmt::format(churn_line, "policy", label_width, "lost", "joined", "syncs", "aborted",
+                              "compute wasted", "goodput");
+    out += fmt::format(churn_line, "", label_width, "", "", "committed", "", "(all workers)", "tokens/s");
+    for (const auto& r : rows) {
+      out += fmt::format(churn_line, r.label, label_width, r.workers_lost, r.workers_joined, r.syncs_committed,
+                         r.syncs_aborted, human_time(r.compute_wasted_s), fmt::format("{:.0f}", r.goodput_tokens_per_s));
+    }
   }
   return out;
 }

@@ -20,14 +20,26 @@ int64_t nanoseconds(double s) { return std::llround(s * 1e9); }
 double microseconds(int64_t ns) { return static_cast<double>(ns) / 1e3; }
 
 // Spans of one family share a track name: a worker's own actor computes and waits one thing at a time;
-// its collectives may send (and receive) several flows at once.
-enum Family { main_family = 0, send_family = 1, recv_family = 2 };
-const char* family_name(Family f) { return f == main_family ? "compute/wait" : f == send_family ? "send" : "recv"; }
+// its collectives may send (and receive) several flows at once; its membership (away, join, work
+// discarded) spans the others.
+enum Family { main_family = 0, send_family = 1, recv_family = 2, membership_family = 3 };
+const char* family_name(Family f) {
+  switch (f) {
+    case main_family: return "compute/wait";
+    case send_family: return "send";
+    case recv_family: return "recv";
+    case membership_family: return "membership";
+  }
+  return "?";
+}
 
 Family family_of(EventKind kind) {
   switch (kind) {
     case EventKind::send: return send_family;
     case EventKind::recv: return recv_family;
+    case EventKind::away:
+    case EventKind::join:
+    case EventKind::discard: return membership_family;
     default: return main_family;
   }
 }
@@ -98,12 +110,12 @@ void write_trace_json(const Recorder& recorder, const std::vector<std::string>& 
         const EventRow& e = *spans[i];
         nlohmann::json span = {{"ph", "X"},
                                {"name", event_kind_name(e.kind)},
-                               {"cat", family == main_family ? "worker" : "network"},
+                               {"cat", family == send_family || family == recv_family ? "network" : "worker"},
                                {"pid", pid},
                                {"tid", first_tid + lane},
                                {"ts", microseconds(nanoseconds(e.start_s))},
                                {"dur", microseconds(nanoseconds(e.end_s) - nanoseconds(e.start_s))}};
-        if (e.kind == EventKind::send || e.kind == EventKind::recv) span["args"] = {{"bytes", e.bytes}, {"peer", e.peer}};
+        if (e.kind == EventKind::send || e.kind == EventKind::recv || e.kind == EventKind::join) span["args"] = {{"bytes", e.bytes}, {"peer", e.peer}};
         events.push_back(std::move(span));
       }
     }

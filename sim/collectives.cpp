@@ -84,37 +84,44 @@ void ring_rounds(const std::vector<int>& ring, size_t position, const std::strin
   }
 }
 
+size_t position_of(const std::vector<int>& members, int rank) {
+  const auto it = std::find(members.begin(), members.end(), rank);
+  if (it == members.end()) throw std::logic_error("collective: rank " + std::to_string(rank) + " is not a member");
+  return static_cast<size_t>(it - members.begin());
+}
+
+}  // namespace
+
 std::vector<int> all_ranks(int world_size) {
   std::vector<int> ranks(static_cast<size_t>(world_size));
   for (int r = 0; r < world_size; ++r) ranks[static_cast<size_t>(r)] = r;
   return ranks;
 }
 
-}  // namespace
-
-void ring_all_reduce_flows(int rank, int world_size, const std::string& tag, double bytes, Recorder& recorder) {
-  if (world_size < 2 || bytes <= 0) return;
-  ring_rounds(all_ranks(world_size), static_cast<size_t>(rank), tag, 2 * (world_size - 1),
-              message_bytes(bytes / world_size), recorder);
+void ring_all_reduce_flows(int rank, const std::vector<int>& members, const std::string& tag, double bytes,
+                           Recorder& recorder) {
+  const int k = static_cast<int>(members.size());
+  if (k < 2 || bytes <= 0) return;
+  ring_rounds(members, position_of(members, rank), tag, 2 * (k - 1), message_bytes(bytes / k), recorder);
 }
 
-void relay_all_reduce_flows(int rank, int world_size, const std::string& tag, double bytes, Recorder& recorder) {
-  if (world_size < 2 || bytes <= 0) return;
-  const int relay = world_size;
+void relay_all_reduce_flows(int rank, const std::vector<int>& members, int relay, const std::string& tag,
+                            double bytes, Recorder& recorder) {
+  if (members.size() < 2 || bytes <= 0) return;
   Flows flows(rank, recorder);
   flows.send(tag + "/up", relay, message_bytes(bytes));
   flows.recv(tag + "/down", relay, message_bytes(bytes));
   flows.wait_all();
 }
 
-void relay_all_reduce_serve(int world_size, const std::string& tag, double bytes, Recorder& recorder) {
-  if (world_size < 2 || bytes <= 0) return;
-  const int relay = world_size;
+void relay_all_reduce_serve(const std::vector<int>& members, int relay, const std::string& tag, double bytes,
+                            Recorder& recorder) {
+  if (members.size() < 2 || bytes <= 0) return;
   Flows uploads(relay, recorder);
-  for (int r = 0; r < world_size; ++r) uploads.recv(tag + "/up", r, message_bytes(bytes));
+  for (int r : members) uploads.recv(tag + "/up", r, message_bytes(bytes));
   uploads.wait_all();  // the mean needs every contribution
   Flows downloads(relay, recorder);
-  for (int r = 0; r < world_size; ++r) downloads.send(tag + "/down", r, message_bytes(bytes));
+  for (int r : members) downloads.send(tag + "/down", r, message_bytes(bytes));
   downloads.wait_all();
 }
 
@@ -151,10 +158,11 @@ void hierarchical_all_reduce_flows(int rank, const std::vector<std::vector<int>>
   broadcast.wait_all();
 }
 
-void mesh_all_gather_flows(int rank, int world_size, const std::string& tag, double bytes, Recorder& recorder) {
-  if (world_size < 2 || bytes <= 0) return;
+void mesh_all_gather_flows(int rank, const std::vector<int>& members, const std::string& tag, double bytes,
+                           Recorder& recorder) {
+  if (members.size() < 2 || bytes <= 0) return;
   Flows flows(rank, recorder);
-  for (int peer = 0; peer < world_size; ++peer) {
+  for (int peer : members) {
     if (peer == rank) continue;
     flows.send(tag, peer, message_bytes(bytes));
     flows.recv(tag, peer, message_bytes(bytes));
@@ -162,32 +170,34 @@ void mesh_all_gather_flows(int rank, int world_size, const std::string& tag, dou
   flows.wait_all();
 }
 
-void ring_all_gather_flows(int rank, int world_size, const std::string& tag, double bytes, Recorder& recorder) {
-  if (world_size < 2 || bytes <= 0) return;
-  ring_rounds(all_ranks(world_size), static_cast<size_t>(rank), tag, world_size - 1, message_bytes(bytes), recorder);
+void ring_all_gather_flows(int rank, const std::vector<int>& members, const std::string& tag, double bytes,
+                           Recorder& recorder) {
+  const int k = static_cast<int>(members.size());
+  if (k < 2 || bytes <= 0) return;
+  ring_rounds(members, position_of(members, rank), tag, k - 1, message_bytes(bytes), recorder);
 }
 
-void relay_all_gather_flows(int rank, int world_size, const std::string& tag, double bytes, Recorder& recorder) {
-  if (world_size < 2 || bytes <= 0) return;
-  const int relay = world_size;
+void relay_all_gather_flows(int rank, const std::vector<int>& members, int relay, const std::string& tag,
+                            double bytes, Recorder& recorder) {
+  if (members.size() < 2 || bytes <= 0) return;
   Flows flows(rank, recorder);
   flows.send(tag + "/up", relay, message_bytes(bytes));
   // One mailbox per origin: the relay forwards origin q's payload on tag/from-q.
-  for (int origin = 0; origin < world_size; ++origin) {
+  for (int origin : members) {
     if (origin != rank) flows.recv(tag + "/from-" + std::to_string(origin), relay, message_bytes(bytes));
   }
   flows.wait_all();
 }
 
-void relay_all_gather_serve(int world_size, const std::string& tag, double bytes, Recorder& recorder) {
-  if (world_size < 2 || bytes <= 0) return;
-  const int relay = world_size;
+void relay_all_gather_serve(const std::vector<int>& members, int relay, const std::string& tag, double bytes,
+                            Recorder& recorder) {
+  if (members.size() < 2 || bytes <= 0) return;
   Flows flows(relay, recorder);
-  for (int r = 0; r < world_size; ++r) flows.recv(tag + "/up", r, message_bytes(bytes));
+  for (int r : members) flows.recv(tag + "/up", r, message_bytes(bytes));
   while (!flows.empty()) {
     auto [kind, peer] = flows.wait_any();
     if (kind != EventKind::recv) continue;
-    for (int r = 0; r < world_size; ++r) {  // store and forward: peer's payload, now whole, to the others
+    for (int r : members) {  // store and forward: peer's payload, now whole, to the others
       if (r != peer) flows.send(tag + "/from-" + std::to_string(peer), r, message_bytes(bytes));
     }
   }

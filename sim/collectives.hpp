@@ -2,11 +2,12 @@
 // lives here: the numbers themselves are reduced by the Transport (mean_in_rank_order), the same for
 // every algorithm, so the choice of algorithm changes time and bytes, never results.
 //
-// Each function runs one side of one collective whose payload is `bytes` per rank: call it from an
-// actor on that side's host (a worker's helper actor; the *_serve functions from an actor on the relay
-// host). `tag` must be the same on every side of one collective and unique across collectives. Each
-// side records its send and recv events (bytes, peer); the relay records as worker `world_size` and
-// is the peer `world_size` of the workers' events.
+// Each function runs one side of one collective whose payload is `bytes` per rank among `members`
+// (the ranks taking part, in rank order: all of them, or those in the group when it started): call it
+// from an actor on that side's host (a worker's helper actor; the *_serve functions from an actor on
+// the relay host). `tag` must be the same on every side of one collective and unique across
+// collectives. Each side records its send and recv events (bytes, peer); the relay records as worker
+// `relay` (the world size) and is that peer of the workers' events.
 //
 // Closed forms (tested in sim/collectives_test.cpp) on K identical workers whose own links carry U
 // bytes/s up and D down; λ is a route's latency (the sum of its links'), S = bytes:
@@ -28,16 +29,22 @@
 
 namespace locosim {
 
+// 0, 1, ..., world_size - 1: every rank a member.
+std::vector<int> all_ranks(int world_size);
+
 // Ring all-reduce (reduce-scatter then all-gather): in each of 2(K-1) rounds every rank sends one
 // chunk of bytes/K to its right neighbour and receives one from its left.
-void ring_all_reduce_flows(int rank, int world_size, const std::string& tag, double bytes, Recorder& recorder);
+void ring_all_reduce_flows(int rank, const std::vector<int>& members, const std::string& tag, double bytes,
+                           Recorder& recorder);
 
 // Relay (parameter-server) all-reduce, a worker's side: uploads its S bytes to the relay, then
 // downloads the S-byte mean. The relay's side is relay_all_reduce_serve.
-void relay_all_reduce_flows(int rank, int world_size, const std::string& tag, double bytes, Recorder& recorder);
+void relay_all_reduce_flows(int rank, const std::vector<int>& members, int relay, const std::string& tag,
+                            double bytes, Recorder& recorder);
 // The relay waits for all K uploads (it cannot reduce before), reduces (not charged: the relay's
 // compute is taken as free), then sends the mean to every worker at once.
-void relay_all_reduce_serve(int world_size, const std::string& tag, double bytes, Recorder& recorder);
+void relay_all_reduce_serve(const std::vector<int>& members, int relay, const std::string& tag, double bytes,
+                            Recorder& recorder);
 
 // Hierarchical all-reduce over `sites` (ranks grouped by site, each group in rank order; a host outside
 // any site is a group of one; see site_groups in config/platform.hpp). Inside each site the members send
@@ -49,17 +56,21 @@ void hierarchical_all_reduce_flows(int rank, const std::vector<std::vector<int>>
 
 // Direct (full mesh) all-gather: every rank sends its `bytes` to each other rank at once and receives
 // theirs: (K-1)·bytes up and down per rank, all flows concurrent.
-void mesh_all_gather_flows(int rank, int world_size, const std::string& tag, double bytes, Recorder& recorder);
+void mesh_all_gather_flows(int rank, const std::vector<int>& members, const std::string& tag, double bytes,
+                           Recorder& recorder);
 
 // Ring all-gather: in each of K-1 rounds every rank forwards one payload (its own first, then the one
 // it received last) to its right neighbour. REQUIRES: every rank passes the same `bytes`.
-void ring_all_gather_flows(int rank, int world_size, const std::string& tag, double bytes, Recorder& recorder);
+void ring_all_gather_flows(int rank, const std::vector<int>& members, const std::string& tag, double bytes,
+                           Recorder& recorder);
 
 // Relay all-gather (the DisTrO report's relay server), a worker's side: uploads its payload once to
 // the relay and downloads the other K-1 payloads from it. REQUIRES: every rank passes the same `bytes`.
-void relay_all_gather_flows(int rank, int world_size, const std::string& tag, double bytes, Recorder& recorder);
+void relay_all_gather_flows(int rank, const std::vector<int>& members, int relay, const std::string& tag,
+                            double bytes, Recorder& recorder);
 // The relay stores and forwards: as soon as a worker's whole payload has arrived, it sends it to the
 // other K-1 workers at once (no waiting for the other uploads; no pipelining inside one payload).
-void relay_all_gather_serve(int world_size, const std::string& tag, double bytes, Recorder& recorder);
+void relay_all_gather_serve(const std::vector<int>& members, int relay, const std::string& tag, double bytes,
+                            Recorder& recorder);
 
 }  // namespace locosim

@@ -89,7 +89,7 @@ TEST_CASE("collectives: a ring all-reduce of S bytes over K identical hosts take
   const double bytes = 100e6, mbps = 100, one_way_latency_s = 2 * 5e-3;  // uplink + downlink latency
   Sim sim(identical_hosts(k, mbps, mbps, 5));
   Recorder recorder;
-  auto finished = run_sides(sim, [&](int r) { ring_all_reduce_flows(r, k, "t", bytes, recorder); });
+  auto finished = run_sides(sim, [&](int r) { ring_all_reduce_flows(r, all_ranks(k), "t", bytes, recorder); });
   const double expected = 2.0 * (k - 1) / k * bytes * 8 / (mbps * 1e6) + 2 * (k - 1) * one_way_latency_s;
   for (double t : finished) CHECK(t == doctest::Approx(expected).epsilon(0.01));
   // Every rank sent 2(K-1)/K · S bytes, all to its right neighbour.
@@ -103,8 +103,8 @@ TEST_CASE("collectives: a relay all-reduce takes S/up + S/down plus the latencie
   Sim sim(identical_hosts(k, 10, 100, 10, kRelay));
   Recorder recorder;
   auto finished = run_sides(
-      sim, [&](int r) { relay_all_reduce_flows(r, k, "t", bytes, recorder); },
-      [&] { relay_all_reduce_serve(k, "t", bytes, recorder); });
+      sim, [&](int r) { relay_all_reduce_flows(r, all_ranks(k), k, "t", bytes, recorder); },
+      [&] { relay_all_reduce_serve(all_ranks(k), k, "t", bytes, recorder); });
   // The relay sends the mean only once all K uploads are in: on identical hosts they arrive together.
   const double latency_s = kWorkerLatencyS + kRelayLatencyS;
   const double expected = bytes * 8 / kUpBps + latency_s + bytes * 8 / kDownBps + latency_s;  // 0.902 s
@@ -124,8 +124,8 @@ TEST_CASE("collectives: a relayed all-gather on 10 Mbps up / 100 Mbps down hosts
   Sim sim(identical_hosts(k, 10, 100, 10, kRelay));
   Recorder recorder;
   auto finished = run_sides(
-      sim, [&](int r) { relay_all_gather_flows(r, k, "t", bytes, recorder); },
-      [&] { relay_all_gather_serve(k, "t", bytes, recorder); });
+      sim, [&](int r) { relay_all_gather_flows(r, all_ranks(k), k, "t", bytes, recorder); },
+      [&] { relay_all_gather_serve(all_ranks(k), k, "t", bytes, recorder); });
   // Upload: S over the worker's 10 Mbps uplink, then the other K-1 payloads share its 100 Mbps downlink.
   const double latency_s = kWorkerLatencyS + kRelayLatencyS;
   const double upload_s = bytes * 8 / kUpBps + latency_s;                            // 0.811 s
@@ -152,8 +152,8 @@ TEST_CASE("collectives: the relay forwards each all-gather payload as soon as it
                 kRelay));
   Recorder recorder;
   auto finished = run_sides(
-      sim, [&](int r) { relay_all_gather_flows(r, k, "t", bytes, recorder); },
-      [&] { relay_all_gather_serve(k, "t", bytes, recorder); });
+      sim, [&](int r) { relay_all_gather_flows(r, all_ranks(k), k, "t", bytes, recorder); },
+      [&] { relay_all_gather_serve(all_ranks(k), k, "t", bytes, recorder); });
   const double latency_s = kWorkerLatencyS + kRelayLatencyS;
   const double slow_arrives_s = bytes * 8 / 5e6 + latency_s;                         // 1.611 s
   const double fast_expected = slow_arrives_s + bytes * 8 / kDownBps + latency_s;   // 1.702 s (1.862 if it waited)
@@ -218,7 +218,7 @@ TEST_CASE("collectives: a mesh all-gather takes (K-1)·S/B + latency") {
   const double bytes = 1e6, mbps = 100, latency_s = 2 * 5e-3;
   Sim sim(identical_hosts(k, mbps, mbps, 5));
   Recorder recorder;
-  auto finished = run_sides(sim, [&](int r) { mesh_all_gather_flows(r, k, "t", bytes, recorder); });
+  auto finished = run_sides(sim, [&](int r) { mesh_all_gather_flows(r, all_ranks(k), "t", bytes, recorder); });
   const double expected = (k - 1) * bytes * 8 / (mbps * 1e6) + latency_s;  // 0.25 s
   for (double t : finished) CHECK(t == doctest::Approx(expected).epsilon(0.01));
   CHECK(bytes_of(recorder, EventKind::send, 0) == doctest::Approx((k - 1) * bytes));
@@ -230,7 +230,7 @@ TEST_CASE("collectives: a ring all-gather takes (K-1)·(S/B + latency)") {
   const double bytes = 1e6, mbps = 100, latency_s = 2 * 5e-3;
   Sim sim(identical_hosts(k, mbps, mbps, 5));
   Recorder recorder;
-  auto finished = run_sides(sim, [&](int r) { ring_all_gather_flows(r, k, "t", bytes, recorder); });
+  auto finished = run_sides(sim, [&](int r) { ring_all_gather_flows(r, all_ranks(k), "t", bytes, recorder); });
   const double expected = (k - 1) * (bytes * 8 / (mbps * 1e6) + latency_s);  // 0.27 s
   for (double t : finished) CHECK(t == doctest::Approx(expected).epsilon(0.01));
   CHECK(bytes_of(recorder, EventKind::send, 0, 1) == doctest::Approx((k - 1) * bytes));  // all to the right
@@ -253,7 +253,7 @@ TEST_CASE("collectives: SimTransport averages for real and overlaps the collecti
       Pending p = t.all_reduce_mean(xs, Wire{WireFormat::fp32, 1.0});
       t.compute(50e12, [] {});  // 1 s on a 50 TFLOP/s host, while the flows run
       double before = t.now_s();
-      p.wait();
+      CHECK(p.wait());
       waited[r] = t.now_s() - before;
       results[r] = xs[0];
     });
@@ -291,13 +291,13 @@ TEST_CASE("collectives: SimTransport dispatches on the choice, and the numbers d
         // Every rank writes the same choice before its call: no rank can be past this collective yet.
         world.collectives.all_reduce = a;
         std::vector<torch::Tensor> xs = {mine.clone()};
-        t.all_reduce_mean(xs, Wire{WireFormat::fp32, 1.0}).wait();
+        CHECK(t.all_reduce_mean(xs, Wire{WireFormat::fp32, 1.0}).wait());
         means[r].push_back(xs[0]);
       }
       for (AllGatherAlgorithm a : gathers) {
         world.collectives.all_gather = a;
         std::vector<std::vector<torch::Tensor>> out;
-        t.all_gather({mine}, gather_bytes, out).wait();
+        CHECK(t.all_gather({mine}, gather_bytes, out).wait());
         gathered[r].push_back({out[0][0], out[3][0]});
       }
     });
@@ -335,7 +335,7 @@ TEST_CASE("collectives: a worker left waiting on a collective nobody else joins 
   bool returned = false;
   sg4::Actor::create("w0", sim.platform.hosts[0], [&] {
     std::vector<torch::Tensor> xs = {torch::ones({1000})};
-    transports[0]->all_reduce_mean(xs, Wire{WireFormat::fp32, 1.0}).wait();  // rank 1 never joins
+    (void)transports[0]->all_reduce_mean(xs, Wire{WireFormat::fp32, 1.0}).wait();  // rank 1 never joins
     returned = true;
   });
   sg4::Actor::create("w1", sim.platform.hosts[1], [&] { transports[1]->compute(1e12, [] {}); });

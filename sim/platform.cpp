@@ -2,6 +2,8 @@
 // Not here: parsing (config/platform.cpp) and who talks to whom (the collectives).
 #include "sim/platform.hpp"
 
+#include "sim/world.hpp"
+
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Host.hpp>
 #include <simgrid/s4u/Link.hpp>
@@ -53,66 +55,9 @@ void configure_network_model(sg4::Engine& engine) {
   engine.set_config("network/crosstraffic:0");
 }
 
-namespace {
-
-std::string host_link(const HostSpec& h, const char* direction) { return h.name + "." + direction; }
-std::string lan_link(const HostSpec& h, const char* direction) {
-  return h.site + ".lan." + h.name + "." + direction;
-}
-std::string site_link(const std::string& site, const char* direction) { return site + "." + direction; }
-std::string wan_link(const std::string& from, const std::string& to) { return "wan." + from + "->" + to; }
-
-bool has_wan(const PlatformSpec& spec, const std::string& from, const std::string& to) {
-  for (const auto& w : spec.wan) {
-    if (w.from == from && w.to == to) return true;
-  }
-  return false;
-}
-
-// Every link of the platform, once, with the direction it serves.
-std::vector<std::pair<std::string, LinkSpec>> all_links(const PlatformSpec& spec) {
-  std::vector<std::pair<std::string, LinkSpec>> links;
-  for (size_t i = 0; i < spec.endpoint_count(); ++i) {
-    const HostSpec& h = spec.endpoint(i);
-    if (h.site.empty()) {
-      links.emplace_back(host_link(h, "up"), h.uplink);
-      links.emplace_back(host_link(h, "down"), h.downlink);
-    } else {
-      const SiteSpec* site = spec.site(h.site);
-      links.emplace_back(lan_link(h, "up"), site->lan);
-      links.emplace_back(lan_link(h, "down"), site->lan);
-    }
-  }
-  for (const auto& s : spec.sites) {
-    if (s.uplink) links.emplace_back(site_link(s.name, "up"), *s.uplink);
-    if (s.downlink) links.emplace_back(site_link(s.name, "down"), *s.downlink);
-  }
-  for (const auto& w : spec.wan) links.emplace_back(wan_link(w.from, w.to), w.link);
-  return links;
-}
-
-}  // namespace
-
-std::vector<std::string> route_link_names(const PlatformSpec& spec, size_t src, size_t dst) {
-  const HostSpec& a = spec.endpoint(src);
-  const HostSpec& b = spec.endpoint(dst);
-  if (a.site.empty() && b.site.empty()) return {host_link(a, "up"), host_link(b, "down")};
-  if (a.site == b.site) return {lan_link(a, "up"), lan_link(b, "down")};
-  std::vector<std::string> route;
-  route.push_back(a.site.empty() ? host_link(a, "up") : lan_link(a, "up"));
-  if (!a.site.empty() && !b.site.empty() && has_wan(spec, a.site, b.site)) {
-    route.push_back(wan_link(a.site, b.site));
-  } else {
-    if (!a.site.empty()) route.push_back(site_link(a.site, "up"));
-    if (!b.site.empty()) route.push_back(site_link(b.site, "down"));
-  }
-  route.push_back(b.site.empty() ? host_link(b, "down") : lan_link(b, "down"));
-  return route;
-}
-
 // K endpoints (hosts and relay) get K·(K−1) explicit routes (a full zone): fine up to a few hundred
 // hosts, which is why parse_platform caps platforms at 1024 hosts. Larger platforms would want a star or cluster zone.
-BuiltPlatform build_platform(const PlatformSpec& spec) {
+BuiltPlatform build_platform(const PlatformSpec& spec, const WorldSpec& world) {
   sg4::NetZone* zone = sg4::create_full_zone("world");
 
   BuiltPlatform built;
@@ -121,20 +66,22 @@ BuiltPlatform build_platform(const PlatformSpec& spec) {
     const HostSpec& h = spec.endpoint(i);
     // The relay computes nothing (its reductions are not charged): it gets a nominal speed.
     sg4::Host* host = zone->create_host(h.name, i < spec.hosts.size() ? h.speed_flops : 1.0);
-    host->seal();
     endpoints.push_back(host);
   }
   built.hosts.assign(endpoints.begin(), endpoints.begin() + static_cast<std::ptrdiff_t>(spec.hosts.size()));
   if (spec.relay) built.relay = endpoints.back();
 
   std::map<std::string, const sg4::Link*> links;
-  for (const auto& [name, l] : all_links(spec)) {
+  for (const auto& [name, l] : platform_links(spec)) {
     sg4::Link* link = zone->create_link(name, l.bandwidth_bps / 8.0);  // SimGrid counts bytes per second
     link->set_latency(l.latency_s);
     link->set_sharing_policy(sg4::Link::SharingPolicy::SHARED);
-    link->seal();
     links.emplace(name, link);
   }
+  // Profiles must be attached before a resource is sealed.
+  attach_world(world, spec);
+  for (sg4::Host* host : endpoints) host->seal();
+  for (const auto& [name, link] : links) sg4::Link::by_name(name)->seal();
 
   for (size_t i = 0; i < endpoints.size(); ++i) {
     for (size_t j = 0; j < endpoints.size(); ++j) {

@@ -22,9 +22,9 @@ struct TestSim {
   char* argv[2] = {name, nullptr};
   simgrid::s4u::Engine engine{&argc, argv};
   BuiltPlatform platform;
-  explicit TestSim(const PlatformSpec& spec) {
+  explicit TestSim(const PlatformSpec& spec, const WorldSpec& world = {}) {
     configure_network_model(engine);
-    platform = build_platform(spec);
+    platform = build_platform(spec, world);
   }
 };
 

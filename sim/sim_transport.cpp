@@ -1,8 +1,10 @@
-// SimTransport: compute charged as host FLOPs, collectives as flows in helper actors.
+// SimTransport: compute charged as host FLOPs, collectives as flows in helper actors, membership and
+// failures as SimGrid reports them (a failed host kills its actors; a cut link fails its comms).
 #include "sim/sim_transport.hpp"
 
 #include <simgrid/s4u.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
@@ -21,97 +23,196 @@ std::string g(double v) {
 
 }  // namespace
 
+std::vector<int> SimWorld::members() const {
+  if (in_group.empty()) return all_ranks(static_cast<int>(hosts.size()));
+  std::vector<int> ranks;
+  for (size_t r = 0; r < in_group.size(); ++r) {
+    if (in_group[r]) ranks.push_back(static_cast<int>(r));
+  }
+  return ranks;
+}
+
+void fail_collective(SimWorld& world, uint64_t seq) {
+  auto it = world.in_flight.find(seq);
+  if (it == world.in_flight.end() || it->second.failed) return;
+  SimCollective& c = it->second;
+  c.failed = true;
+  c.failed_at_s = sg4::Engine::get_clock();
+  const aid_t self = sg4::Actor::self() ? sg4::this_actor::get_pid() : -1;
+  for (aid_t pid : c.flows) {
+    if (pid == self) continue;
+    if (sg4::ActorPtr actor = sg4::Actor::by_pid(pid)) actor->kill();
+  }
+}
+
+void leave_group(SimWorld& world, int rank) {
+  world.in_group[rank] = false;
+  std::vector<uint64_t> erased;
+  for (auto& [seq, c] : world.in_flight) {
+    if (std::find(c.members.begin(), c.members.end(), rank) == c.members.end()) continue;
+    fail_collective(world, seq);
+    c.unread.erase(rank);  // it will never take the result
+    if (c.unread.empty()) erased.push_back(seq);
+  }
+  for (uint64_t seq : erased) world.in_flight.erase(seq);
+}
+
 double SimTransport::now_s() const { return sg4::Engine::get_clock(); }
 
 void SimTransport::compute(double flops, const std::function<void()>& work) {
   const double start = now_s();
   work();                            // the real step: takes no simulated time
   activity_ = "computing since " + g(start) + " s";
-  sg4::this_actor::execute(flops);   // its simulated duration: flops / host speed
+  sg4::this_actor::execute(flops);   // its simulated duration: flops / host speed (its speed profile)
   activity_.clear();
   world_.recorder->event({rank_, EventKind::compute, start, now_s(), 0, -1});
+}
+
+void SimTransport::rejoin(uint64_t next) {
+  next_seq_ = next;
+  started_.clear();
+  helpers_.clear();
+  activity_.clear();
 }
 
 // The algorithms change only time and bytes: the numbers are mean_in_rank_order (all-reduce) or the
 // contributions themselves (all-gather) whichever flows carry them, so results are bit-identical
 // across the choices.
-CollectiveFlows SimTransport::all_reduce_flows(double bytes) const {
-  const int rank = rank_, world = world_size();
+CollectiveFlows SimTransport::all_reduce_flows(const std::vector<int>& members, double bytes) const {
+  const int rank = rank_, relay = world_size();
   Recorder* recorder = world_.recorder;
   switch (world_.collectives.all_reduce) {
     case AllReduceAlgorithm::ring:
-      return {[=](const std::string& tag) { ring_all_reduce_flows(rank, world, tag, bytes, *recorder); }, {}};
+      return {[=](const std::string& tag) { ring_all_reduce_flows(rank, members, tag, bytes, *recorder); }, {}};
     case AllReduceAlgorithm::relay:
-      return {[=](const std::string& tag) { relay_all_reduce_flows(rank, world, tag, bytes, *recorder); },
-              [=](const std::string& tag) { relay_all_reduce_serve(world, tag, bytes, *recorder); }};
-    case AllReduceAlgorithm::hierarchical:
+      return {[=](const std::string& tag) { relay_all_reduce_flows(rank, members, relay, tag, bytes, *recorder); },
+              [=](const std::string& tag) { relay_all_reduce_serve(members, relay, tag, bytes, *recorder); }};
+    case AllReduceAlgorithm::hierarchical: {
       if (world_.sites.empty()) throw std::logic_error("SimTransport: hierarchical all-reduce needs SimWorld::sites");
-      return {[=, sites = world_.sites](const std::string& tag) {
-                hierarchical_all_reduce_flows(rank, sites, tag, bytes, *recorder);
-              },
-              {}};
+      std::vector<std::vector<int>> sites;  // the members of each site; a site with none drops out
+      for (const auto& site : world_.sites) {
+        std::vector<int> present;
+        for (int r : site) {
+          if (std::find(members.begin(), members.end(), r) != members.end()) present.push_back(r);
+        }
+        if (!present.empty()) sites.push_back(std::move(present));
+      }
+      return {[=](const std::string& tag) { hierarchical_all_reduce_flows(rank, sites, tag, bytes, *recorder); }, {}};
+    }
   }
   throw std::logic_error("SimTransport: unknown all-reduce algorithm");
 }
 
-CollectiveFlows SimTransport::all_gather_flows(double bytes) const {
-  const int rank = rank_, world = world_size();
+CollectiveFlows SimTransport::all_gather_flows(const std::vector<int>& members, double bytes) const {
+  const int rank = rank_, relay = world_size();
   Recorder* recorder = world_.recorder;
   switch (world_.collectives.all_gather) {
     case AllGatherAlgorithm::mesh:
-      return {[=](const std::string& tag) { mesh_all_gather_flows(rank, world, tag, bytes, *recorder); }, {}};
+      return {[=](const std::string& tag) { mesh_all_gather_flows(rank, members, tag, bytes, *recorder); }, {}};
     case AllGatherAlgorithm::ring:
-      return {[=](const std::string& tag) { ring_all_gather_flows(rank, world, tag, bytes, *recorder); }, {}};
+      return {[=](const std::string& tag) { ring_all_gather_flows(rank, members, tag, bytes, *recorder); }, {}};
     case AllGatherAlgorithm::relay:
-      return {[=](const std::string& tag) { relay_all_gather_flows(rank, world, tag, bytes, *recorder); },
-              [=](const std::string& tag) { relay_all_gather_serve(world, tag, bytes, *recorder); }};
+      return {[=](const std::string& tag) { relay_all_gather_flows(rank, members, relay, tag, bytes, *recorder); },
+              [=](const std::string& tag) { relay_all_gather_serve(members, relay, tag, bytes, *recorder); }};
   }
   throw std::logic_error("SimTransport: unknown all-gather algorithm");
 }
 
-std::pair<uint64_t, sg4::ActorPtr> SimTransport::start(std::vector<torch::Tensor> mine, CollectiveFlows flows) {
-  const uint64_t seq = next_seq_++;
-  const std::string tag = "collective-" + std::to_string(seq);
-  SimCollective& c = world_.in_flight[seq];
-  if (c.contributions.empty()) {  // the first rank to arrive: the relay must be listening from now on
-    c.contributions.resize(world_size());
-    c.readers_left = world_size();
-    if (flows.relay_side) {
-      if (!world_.relay) throw std::logic_error("SimTransport: a relay algorithm needs SimWorld::relay");
-      sg4::Actor::create(tag + "-relay", world_.relay, [serve = flows.relay_side, tag] { serve(tag); });
+// A side's flows run in a helper actor: a flow that fails (a cut link, a peer's host gone) fails
+// the whole collective, which stops every other side's flows too.
+static sg4::ActorPtr run_side(SimWorld& world, uint64_t seq, const std::string& name, sg4::Host* host,
+                              std::function<void(const std::string&)> side, const std::string& tag) {
+  sg4::ActorPtr actor = sg4::Actor::create(name, host, [&world, seq, side = std::move(side), tag] {
+    try {
+      side(tag);
+    } catch (const simgrid::Exception&) {  // NetworkFailureException, and comms cancelled under it
+      fail_collective(world, seq);
     }
-  }
-  c.contributions[rank_] = std::move(mine);
-  sg4::ActorPtr actor = sg4::Actor::create(tag + "-" + std::to_string(rank_), world_.hosts[rank_],
-                                           [side = std::move(flows.rank_side), tag] { side(tag); });
-  return {seq, actor};
+  });
+  world.in_flight[seq].flows.push_back(actor->get_pid());
+  return actor;
 }
 
-void SimTransport::finish(uint64_t seq, const sg4::ActorPtr& flows, const std::function<void(SimCollective&)>& read) {
+uint64_t SimTransport::start(std::vector<torch::Tensor> mine, const std::string& what,
+                             const std::function<CollectiveFlows(const std::vector<int>&)>& flows_for) {
+  const uint64_t seq = next_seq_++;
+  const std::string tag = "collective-" + std::to_string(seq);
+  started_[seq] = what;
+  SimCollective& c = world_.in_flight[seq];
+  const bool first = c.contributions.empty();
+  if (first) {
+    c.contributions.resize(world_size());
+    c.members = world_.members();
+    c.unread = std::set<int>(c.members.begin(), c.members.end());
+  }
+  if (std::find(c.members.begin(), c.members.end(), rank_) == c.members.end()) {
+    throw std::logic_error("SimTransport: rank " + std::to_string(rank_) + " called collective " +
+                           std::to_string(seq) + " it is not a member of");
+  }
+  c.contributions[rank_] = std::move(mine);
+  if (c.failed) return seq;  // a member was lost before this one arrived: no flows, it fails
+  CollectiveFlows flows = flows_for(c.members);
+  if (first && flows.relay_side) {  // the relay must be listening from the first arrival on
+    if (!world_.relay) throw std::logic_error("SimTransport: a relay algorithm needs SimWorld::relay");
+    run_side(world_, seq, tag + "-relay", world_.relay, std::move(flows.relay_side), tag);
+  }
+  helpers_[seq] = run_side(world_, seq, tag + "-" + std::to_string(rank_), world_.hosts[rank_],
+                           std::move(flows.rank_side), tag);
+  return seq;
+}
+
+bool SimTransport::finish(uint64_t seq, const std::function<void(SimCollective&)>& read,
+                          const std::function<void(SimCollective&)>& salvage) {
   const double start = now_s();
-  activity_ = "waiting since " + g(start) + " s for collective " + std::to_string(seq) + " (" +
-              started_[seq] + ")";
-  flows->join();
+  activity_ = "waiting since " + g(start) + " s for collective " + std::to_string(seq) + " (" + started_[seq] + ")";
+  if (auto helper = helpers_.find(seq); helper != helpers_.end()) {
+    helper->second->join();
+    helpers_.erase(helper);
+  }
+  SimCollective* c = &world_.in_flight.at(seq);
+  if (world_.agree_on_commit && !c->failed) {
+    // Commit only on what every member will commit: wait until every side's flows have ended (or the
+    // collective failed), so that no member applies a result another one throws away.
+    const std::vector<aid_t> flows = c->flows;
+    for (aid_t pid : flows) {
+      if (sg4::ActorPtr side = sg4::Actor::by_pid(pid)) side->join();
+    }
+    c = &world_.in_flight.at(seq);
+  }
+  if (c->failed) {
+    // Members notice a failure as NCCL and Gloo do: when their timeout runs out.
+    sg4::this_actor::sleep_until(std::max(c->failed_at_s, start) + world_.failure_timeout_s);
+    c = &world_.in_flight.at(seq);
+  }
   activity_.clear();
   started_.erase(seq);
   if (now_s() > start) world_.recorder->event({rank_, EventKind::wait, start, now_s(), 0, -1});
-  // Every rank's flows have finished only once all ranks contributed: the result is complete.
-  SimCollective& c = world_.in_flight.at(seq);
-  read(c);
-  if (--c.readers_left == 0) world_.in_flight.erase(seq);
+  const bool completed = !c->failed;
+  // Every member's flows have finished only once all members contributed: the result is complete.
+  if (completed) {
+    read(*c);
+  } else {
+    salvage(*c);
+  }
+  c->unread.erase(rank_);
+  if (c->unread.empty()) world_.in_flight.erase(seq);
+  return completed;
 }
 
 Pending SimTransport::all_reduce_mean(std::vector<torch::Tensor>& xs, Wire w) {
   std::vector<torch::Tensor> mine;
   for (const auto& x : xs) mine.push_back(through_wire(x.detach(), w.format));
   const double bytes = wire_bytes(xs, w.format) * w.scale;
-  auto [seq, flows] = start(std::move(mine), all_reduce_flows(bytes));
-  started_[seq] = "all_reduce of " + g(bytes) + " bytes per rank";
-  return Pending([this, seq = seq, flows = flows, &xs, format = w.format] {
-    finish(seq, flows, [&](SimCollective& c) {
-      if (c.result.empty()) c.result = mean_in_rank_order(c.contributions, format);
-      for (size_t i = 0; i < xs.size(); ++i) xs[i].detach().copy_(c.result[i]);
-    });
+  const uint64_t seq = start(std::move(mine), "all_reduce of " + g(bytes) + " bytes per rank",
+                             [&](const std::vector<int>& members) { return all_reduce_flows(members, bytes); });
+  return Pending([this, seq, &xs, format = w.format] {
+    return finish(
+        seq,
+        [&](SimCollective& c) {
+          if (c.result.empty()) c.result = mean_in_rank_order(c.contributions, format);
+          for (size_t i = 0; i < xs.size(); ++i) xs[i].detach().copy_(c.result[i]);
+        },
+        [](SimCollective&) {});  // results untouched
   });
 }
 
@@ -119,12 +220,18 @@ Pending SimTransport::all_gather(const std::vector<torch::Tensor>& mine, double 
                                  std::vector<std::vector<torch::Tensor>>& out) {
   std::vector<torch::Tensor> copy;
   for (const auto& x : mine) copy.push_back(x.detach().clone());
-  auto [seq, flows] = start(std::move(copy), all_gather_flows(bytes));
-  started_[seq] = "all_gather of " + g(bytes) + " bytes per rank";
-  return Pending([this, seq = seq, flows = flows, &out] {
-    finish(seq, flows, [&](SimCollective& c) {
-      out = gathered_copy(c.contributions);
-    });
+  const uint64_t seq = start(std::move(copy), "all_gather of " + g(bytes) + " bytes per rank",
+                             [&](const std::vector<int>& members) { return all_gather_flows(members, bytes); });
+  return Pending([this, seq, &out] {
+    return finish(
+        seq, [&](SimCollective& c) { out = gathered_copy(c.contributions); },
+        [&](SimCollective& c) {  // what arrived: the contributions of the members still in the group
+          std::vector<std::vector<torch::Tensor>> alive(c.contributions.size());
+          for (int r : c.members) {
+            if (world_.in_group.empty() || world_.in_group[r]) alive[r] = c.contributions[r];
+          }
+          out = gathered_copy(alive);
+        });
   });
 }
 

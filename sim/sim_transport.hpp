@@ -1,8 +1,11 @@
 // The simulator's Transport: real numerics, SimGrid time. Each collective runs its flows in a
 // helper actor on the worker's host, so it proceeds while the worker computes; wait() joins it.
+// On a changing world (sim/world.hpp) a collective runs among the workers in the group when it
+// starts, and fails for all of them when a member is lost or a link under it is cut.
 #pragma once
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,11 +16,15 @@
 
 namespace locosim {
 
-// A collective in flight: each rank's contribution, the mean once computed.
+// A collective in flight: its members, each member's contribution, the mean once computed.
 struct SimCollective {
-  std::vector<std::vector<torch::Tensor>> contributions;
+  std::vector<int> members;                                // fixed by the first member to arrive
+  std::vector<std::vector<torch::Tensor>> contributions;   // by rank; empty for a non-member
+  std::vector<aid_t> flows;                                // the helper actors carrying it
+  std::set<int> unread;                                    // members that have not taken the result yet
   std::vector<torch::Tensor> result;
-  int readers_left = 0;
+  bool failed = false;
+  double failed_at_s = 0;
 };
 
 // What the workers of one simulated run share (all actors run on one thread: no locks).
@@ -27,8 +34,22 @@ struct SimWorld {
   CollectiveChoice collectives;            // how collectives travel (the scenario's `network:`)
   simgrid::s4u::Host* relay = nullptr;     // REQUIRED by the relay algorithms
   std::vector<std::vector<int>> sites;     // ranks by site (site_groups): REQUIRED by hierarchical
-  std::map<uint64_t, SimCollective> in_flight;  // by sequence number, the same on every rank
+  std::vector<bool> in_group;              // by rank: a member of the collectives that start from now on
+                                           // (empty: every rank, a world that never changes)
+  double failure_timeout_s = 10;           // how long a member takes to notice a failed collective
+  // Members may fail or be cut off: a member takes a collective's result only once every member's
+  // flows have ended, so that all members agree on commit (torchft's should_commit). A world that
+  // never fails leaves it off: each member takes the result as soon as its own flows end.
+  bool agree_on_commit = false;
+  std::map<uint64_t, SimCollective> in_flight;  // by sequence number, the same on every member
+
+  std::vector<int> members() const;        // the ranks in the group, in rank order
 };
+
+// `rank` leaves the group (its host failed): every collective in flight it is a member of fails.
+void leave_group(SimWorld& world, int rank);
+// Fails collective `seq` (a member lost, a flow cut): stops its flows everywhere. Idempotent.
+void fail_collective(SimWorld& world, uint64_t seq);
 
 // One collective's flows: this rank's side, and the relay's side for relayed algorithms (else empty).
 struct CollectiveFlows {
@@ -52,23 +73,32 @@ class SimTransport : public Transport {
   // per rank) since 12.5 s"), or "" between calls: named when a run ends with this worker unfinished.
   const std::string& activity() const { return activity_; }
 
+  // The sequence number of this worker's next collective: the same on every member of the group.
+  uint64_t next_collective() const { return next_seq_; }
+  // A worker that comes back continues the group's sequence of collectives from `next`.
+  void rejoin(uint64_t next);
+
  private:
-  // The flows of the chosen algorithm for a payload of `bytes` per rank: the one place that reads
-  // world_.collectives.
-  CollectiveFlows all_reduce_flows(double bytes) const;
-  CollectiveFlows all_gather_flows(double bytes) const;
-  // Deposits this rank's contribution to the next collective and starts its side of `flows` in a
-  // helper actor on this rank's host (the first rank to arrive also starts the relay's side on the
-  // relay host); returns the sequence number and the helper actor.
-  std::pair<uint64_t, simgrid::s4u::ActorPtr> start(std::vector<torch::Tensor> mine, CollectiveFlows flows);
-  // Joins the helper actor (recording the wait), lets `read` take the result, frees the slot.
-  void finish(uint64_t seq, const simgrid::s4u::ActorPtr& flows, const std::function<void(SimCollective&)>& read);
+  // The flows of the chosen algorithm for a payload of `bytes` per rank among `members`: the one
+  // place that reads world_.collectives.
+  CollectiveFlows all_reduce_flows(const std::vector<int>& members, double bytes) const;
+  CollectiveFlows all_gather_flows(const std::vector<int>& members, double bytes) const;
+  // Deposits this rank's contribution to the next collective (the first member to arrive fixes its
+  // members and starts the relay's side) and starts this rank's side of its flows in a helper actor
+  // on this rank's host; returns the sequence number.
+  uint64_t start(std::vector<torch::Tensor> mine, const std::string& what,
+                 const std::function<CollectiveFlows(const std::vector<int>&)>& flows);
+  // Joins this rank's helper actor (recording the wait); on success lets `read` take the result,
+  // on failure lets `salvage` take what it can after the failure timeout. Returns whether it completed.
+  bool finish(uint64_t seq, const std::function<void(SimCollective&)>& read,
+              const std::function<void(SimCollective&)>& salvage);
 
   SimWorld& world_;
   int rank_;
   uint64_t next_seq_ = 0;
   std::string activity_;
   std::map<uint64_t, std::string> started_;  // by sequence number: what each collective in flight is
+  std::map<uint64_t, simgrid::s4u::ActorPtr> helpers_;  // by sequence number: this rank's helper actor
 };
 
 }  // namespace locosim

@@ -11,21 +11,15 @@
 #include "report/summary.hpp"
 #include "report/trace.hpp"
 #include "sim/links.hpp"
+#include "sim/membership.hpp"
 #include "sim/platform.hpp"
 #include "sim/sim_transport.hpp"
+#include "sim/world.hpp"
 
 namespace sg4 = simgrid::s4u;
 
 namespace locosim {
 namespace {
-
-// One worker's objects; they live until the engine has run.
-struct Worker {
-  TinyLlama model{nullptr};
-  std::unique_ptr<SimTransport> transport;
-  std::unique_ptr<Policy> policy;
-  std::unique_ptr<TrainLoop> loop;
-};
 
 std::string fmt_s(double v) {
   char buf[32];
@@ -51,7 +45,7 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   char* argv[] = {program, nullptr};
   sg4::Engine engine(&argc, argv);
   configure_network_model(engine);
-  BuiltPlatform platform = build_platform(scenario.platform);
+  BuiltPlatform platform = build_platform(scenario.platform, scenario.world);
 
   torch::set_num_threads(scenario.threads);
   Corpus corpus = Corpus::from_file(scenario.data.path, scenario.data.eval_fraction);
@@ -72,10 +66,11 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   world.collectives = scenario.network;
   world.relay = platform.relay;
   world.sites = site_groups(scenario.platform);
+  world.failure_timeout_s = scenario.world.failure_timeout_s;
   const int world_size = scenario.world_size();
-  std::vector<Worker> workers(world_size);
+  std::vector<SimWorker> workers(world_size);
   for (int rank = 0; rank < world_size; ++rank) {
-    Worker& w = workers[rank];
+    SimWorker& w = workers[rank];
     w.model = copy_of(reference, scenario.model);
     w.transport = std::make_unique<SimTransport>(world, rank);
     PolicyContext ctx{w.model->parameters(), w.transport.get(), scenario.train.optimizer, scenario.train.steps,
@@ -87,42 +82,70 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
                                          step_flops, recorder);
   }
 
+  Membership membership(world, workers, wire_scale(scenario, *reference), world_can_fail(scenario.world));
+  for (int rank = 0; rank < world_size; ++rank) {
+    workers[rank].loop->on_handover_point = [&membership, rank](int64_t steps_done) {
+      membership.handover_point(rank, steps_done);
+    };
+  }
+  sg4::Host::on_state_change_cb([&membership](const sg4::Host& host) { membership.host_changed(host); });
+
   std::string failure;
   for (int rank = 0; rank < world_size; ++rank) {
-    sg4::Actor::create("worker-" + std::to_string(rank), platform.hosts[rank], [&, rank] {
+    sg4::ActorPtr actor = sg4::Actor::create("worker-" + std::to_string(rank), platform.hosts[rank], [&, rank] {
       try {
-        workers[rank].loop->run();
+        membership.run_worker(rank);
       } catch (const std::exception& e) {
         failure = "worker " + std::to_string(rank) + ": " + e.what();
         sg4::Actor::kill_all();  // the others would wait for this one's collectives forever
       }
     });
+    actor->set_auto_restart(true);  // SimGrid starts it again when its host comes back on
   }
   engine.run();
   if (!failure.empty()) throw std::runtime_error(failure);
+  const double end_s = sg4::Engine::get_clock();
+  membership.close(end_s);
   // SimGrid ends the run when no actor can progress: a deadlock or a simulated time that never
-  // advances leaves workers unfinished, and that run is a failure, never a result.
+  // advances leaves workers unfinished, and that run is a failure, never a result. A worker that is
+  // away at the end (its host off, or waiting for a group that finished) has left the run.
   std::string unfinished;
+  int finished = 0;
   for (int rank = 0; rank < world_size; ++rank) {
-    const Worker& w = workers[rank];
-    if (w.loop->finished()) continue;
+    const SimWorker& w = workers[rank];
+    if (w.loop->finished()) ++finished;
+    if (w.loop->finished() || w.away_since_s >= 0) continue;
     const std::string& activity = w.transport->activity();
     unfinished += "\n  worker " + std::to_string(rank) + " (" + scenario.platform.hosts[rank].name + ") stopped after " +
                   std::to_string(w.loop->steps_done()) + " of " + std::to_string(scenario.train.steps) + " steps, " +
                   (activity.empty() ? "between steps" : activity);
   }
   if (!unfinished.empty()) {
-    throw std::runtime_error("the simulation stopped at " + fmt_s(sg4::Engine::get_clock()) +
+    throw std::runtime_error("the simulation stopped at " + fmt_s(end_s) +
                              " s with workers unfinished (a deadlock, or times too large to advance):" + unfinished);
+  }
+  if (finished == 0) {
+    throw std::runtime_error("the simulation stopped at " + fmt_s(end_s) +
+                             " s with every worker away: the world's changes left no one to finish the run");
   }
 
   RunSummary summary = summarize(recorder, world_size, scenario.train.target_loss);
   summary.label = policy.label;
   summary.policy = policy.name;
-  summary.params_fingerprint = params_fingerprint(workers[0].model->parameters());
+  int fingerprinted = 0;  // the first worker that finished
+  while (!workers[fingerprinted].loop->finished()) ++fingerprinted;
+  summary.params_fingerprint = params_fingerprint(workers[fingerprinted].model->parameters());
+  summary.workers_lost = membership.lost();
+  summary.workers_joined = membership.joined();
+  for (const SimWorker& w : workers) {
+    const WorkTally& t = w.loop->tally();
+    summary.compute_wasted_s += t.compute_wasted_s;
+    summary.useful_tokens += t.tokens_committed;
+  }
+  set_goodput(summary);
   write_metrics_csv(recorder, dir + "/metrics.csv");
   write_events_csv(recorder, dir + "/events.csv");
-  const LinkReport links = link_meter.report(scenario.link_bucket_s, sg4::Engine::get_clock());
+  const LinkReport links = link_meter.report(scenario.link_bucket_s, end_s);
   write_links_csv(links, dir + "/links.csv");
   std::vector<std::string> names;
   for (int rank = 0; rank < world_size; ++rank) {

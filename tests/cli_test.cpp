@@ -217,7 +217,7 @@ TEST_CASE("cli: a run writes a complete folder per policy and the same scenario 
   }
   // metrics.csv: header, one row per worker and step, eval losses where due
   std::string metrics = read_file(dir + "/a/small/ddp/metrics.csv");
-  CHECK(metrics.rfind("time_s,worker,step,tokens,train_loss,eval_loss\n", 0) == 0);
+  CHECK(metrics.rfind("time_s,worker,step,tokens,train_loss,eval_loss,sync\n", 0) == 0);
   CHECK(std::count(metrics.begin(), metrics.end(), '\n') == 1 + 2 * 12);
 
   CliResult second = run_locosim("run s.yaml -o b -j 1", dir);

@@ -98,10 +98,10 @@ TEST_CASE("links: every link carries exactly the bytes of the flows routed over 
   Recorder recorder;
   for (int r = 0; r < k; ++r) {
     sg4::Actor::create("ring-" + std::to_string(r), sim.platform.hosts[r],
-                       [&, r] { ring_all_reduce_flows(r, k, "ring", 3e6, recorder); });
+                       [&, r] { ring_all_reduce_flows(r, all_ranks(k), "ring", 3e6, recorder); });
     sg4::Actor::create("mesh-" + std::to_string(r), sim.platform.hosts[r], [&, r] {
       sg4::this_actor::sleep_for(0.05 * r);
-      mesh_all_gather_flows(r, k, "mesh", 1e6 * (r + 1), recorder);
+      mesh_all_gather_flows(r, all_ranks(k), "mesh", 1e6 * (r + 1), recorder);
     });
   }
   sim.engine.run();
