@@ -53,8 +53,18 @@ def summary(run, policy):
 
 
 def table(run, policy, name):
-    """One of a policy folder's CSV files (metrics, events or links) as a DataFrame."""
-    return pd.read_csv(Path(run) / policy / f"{name}.csv")
+    """One of a policy folder's CSV files (metrics, events or links) as a DataFrame.
+
+    metrics' `sync` is "", "committed" or "aborted"; run folders from before the changing world have no
+    such column and read as "" (no sync). events' `peer` is NaN where there is none (compute, wait, away,
+    discard, a join restored locally), whether the file left it empty or wrote -1."""
+    frame = pd.read_csv(Path(run) / policy / f"{name}.csv")
+    if name == "metrics":
+        # an empty cell reads as NaN, and a column of only empty cells as floats: make it text throughout
+        frame["sync"] = frame["sync"].fillna("").astype(str) if "sync" in frame else ""
+    if name == "events":
+        frame["peer"] = frame["peer"].where(frame["peer"] >= 0)
+    return frame
 
 
 def worker_label(worker, workers, hosts):
@@ -85,3 +95,43 @@ def to_number(text):
 def worker_count(run, policy):
     """How many workers trained (ids at or past it are servers such as a relay)."""
     return table(run, policy, "metrics").worker.nunique()
+
+
+
+def availability(run, policy):
+    """When each worker was in the group: one row (worker, start_s, end_s) per interval.
+
+    A worker is in the group from 0 to the run's end (its wall-clock) except during its `away` events
+    (its host failed, until it was back in, its `join` download included). Overlapping away intervals are
+    merged, so that a worker is never counted out twice. A run without away events gives each worker the
+    whole run."""
+    info = summary(run, policy)
+    end = info["wall_clock_s"]
+    events = table(run, policy, "events")
+    away = events[events.kind == "away"].sort_values("start_s")
+    rows = []
+    for worker in range(info.get("workers") or worker_count(run, policy)):
+        start = 0.0  # when the worker's current stay in the group began
+        for gone in away[away.worker == worker].itertuples():
+            if gone.start_s > start:
+                rows.append((worker, start, min(gone.start_s, end)))
+            start = max(start, gone.end_s)
+        if start < end:
+            rows.append((worker, start, end))
+    return pd.DataFrame(rows, columns=["worker", "start_s", "end_s"])
+
+
+def workers_available(run, policy):
+    """How many workers were in the group over time, as a step function: from each row's time_s on, the
+    group had `workers` workers, until the next row. The last row is the run's end and repeats the count
+    before it, so that `step(time_s, workers, where="post")` draws the whole run."""
+    intervals = availability(run, policy)
+    end = summary(run, policy)["wall_clock_s"]
+    joins = intervals.start_s.value_counts()
+    leaves = intervals.end_s[intervals.end_s < end].value_counts()  # reaching the run's end is no leave
+    change = joins.sub(leaves, fill_value=0).sort_index()
+    change = change.reindex(change.index.union([0.0]), fill_value=0)  # starts at 0 even if all were away
+    steps = pd.DataFrame({"time_s": change.index, "workers": change.cumsum().astype(int).values})
+    steps = steps[steps.workers.diff() != 0]  # a leave and a join at the same time change nothing
+    last = pd.DataFrame({"time_s": [end], "workers": [steps.workers.iloc[-1]]})
+    return pd.concat([steps, last], ignore_index=True)
