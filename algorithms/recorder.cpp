@@ -13,6 +13,7 @@ const char* event_kind_name(EventKind kind) {
     case EventKind::away: return "away";
     case EventKind::join: return "join";
     case EventKind::discard: return "discard";
+    case EventKind::link_off: return "link_off";
   }
   return "?";
 }

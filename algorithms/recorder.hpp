@@ -24,8 +24,9 @@ struct MetricRow {
 // compute, send, recv, wait: what a worker does. On a changing world also: away (the worker is out
 // of the group: its host failed, until it is back in), join (its download of the group's state:
 // bytes, peer = the donor, or world_size for the relay), discard (an interval whose work was thrown
-// away: an aborted sync, or work lost with the worker).
-enum class EventKind { compute, send, recv, wait, away, join, discard };
+// away: an aborted sync, or work lost with the worker), link_off (one of the worker's own access
+// links was off; peer -1).
+enum class EventKind { compute, send, recv, wait, away, join, discard, link_off };
 const char* event_kind_name(EventKind kind);
 
 struct EventRow {

@@ -42,16 +42,17 @@ double bucket_width_s(double requested_s, double end_s) {
 void write_links_csv(const LinkReport& report, const std::string& path) {
   OutputFile file(path);
   std::ostream& out = file.out();
-  out << "link,direction,worker,host,start_s,end_s,bytes,utilization\n";
+  out << "link,direction,worker,host,start_s,end_s,bytes,utilization,capacity_bps\n";
   char line[512];
   for (const auto& l : report.links) {
     for (size_t b = 0; b < l.bytes.size(); ++b) {
       const double start = report.bucket_start_s(b), end = report.bucket_end_s(b);
-      const double capacity_bytes = l.bandwidth_bps / 8 * (end - start);
+      const double capacity_bytes = l.capacity_in(b, end - start);
       const double utilization = capacity_bytes > 0 ? l.bytes[b] / capacity_bytes : 0;
-      std::snprintf(line, sizeof line, "%s,%s,%s,%s,%.9g,%.9g,%.9g,%.6f\n", l.link.c_str(), l.direction.c_str(),
+      const double capacity_bps = end > start ? capacity_bytes * 8 / (end - start) : l.bandwidth_bps;
+      std::snprintf(line, sizeof line, "%s,%s,%s,%s,%.9g,%.9g,%.9g,%.6f,%.9g\n", l.link.c_str(), l.direction.c_str(),
                     l.worker >= 0 ? std::to_string(l.worker).c_str() : "", l.host.c_str(), start, end, l.bytes[b],
-                    utilization);
+                    utilization, capacity_bps);
       out << line;
     }
   }

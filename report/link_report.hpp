@@ -3,6 +3,7 @@
 // (sim/links.hpp); the real backend derives it from each worker's recorded traffic.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/recorder.hpp"
@@ -16,8 +17,17 @@ struct LinkTraffic {
   int worker = -1;            // rank of the host whose own access or LAN link it is (the relay, if any, is
                               // world_size, as in events.csv); -1 for links several hosts share
   std::string host;           // that host's name; "" for shared links
-  double bandwidth_bps = 0;
-  std::vector<double> bytes;  // per bucket
+  double bandwidth_bps = 0;     // nominal
+  std::vector<double> bytes;    // per bucket
+  // Per bucket, what the link could carry (its bandwidth over time, 0 while it is off) on a changing
+  // world; empty: bandwidth_bps throughout.
+  std::vector<double> capacity_bytes;
+  // The stretches of time the link was off, (start_s, end_s).
+  std::vector<std::pair<double, double>> off;
+
+  double capacity_in(size_t bucket, double seconds) const {
+    return capacity_bytes.empty() ? bandwidth_bps / 8 * seconds : capacity_bytes[bucket];
+  }
 };
 
 // Bucket b covers [b·bucket_s, min((b+1)·bucket_s, end_s)); every link has the same buckets.
@@ -39,8 +49,10 @@ double auto_bucket_s(double end_s);
 constexpr double kMaxLinkBuckets = 20000;
 double bucket_width_s(double requested_s, double end_s);
 
-// links.csv: link,direction,worker,host,start_s,end_s,bytes,utilization (utilization = bytes over what
-// the link could carry in the bucket). One row per link and bucket, empty buckets included.
+// links.csv: link,direction,worker,host,start_s,end_s,bytes,utilization,capacity_bps (utilization =
+// bytes over what the link could carry in the bucket; capacity_bps = that as a mean rate, which
+// differs from the nominal bandwidth while the world slows the link or cuts it). One row per link and
+// bucket, empty buckets included.
 void write_links_csv(const LinkReport& report, const std::string& path);
 
 // For backends that see no links: each worker's send and recv events, spread evenly over their

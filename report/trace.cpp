@@ -39,7 +39,8 @@ Family family_of(EventKind kind) {
     case EventKind::recv: return recv_family;
     case EventKind::away:
     case EventKind::join:
-    case EventKind::discard: return membership_family;
+    case EventKind::discard:
+    case EventKind::link_off: return membership_family;
     default: return main_family;
   }
 }
@@ -135,6 +136,16 @@ void write_trace_json(const Recorder& recorder, const std::vector<std::string>& 
       }
       events.push_back({{"ph", "C"}, {"name", l.link}, {"pid", pid}, {"tid", 0},
                         {"ts", microseconds(nanoseconds(links->end_s))}, {"args", {{"Mbps", 0.0}}}});
+    }
+    // A link the world slowed or cut: its capacity over time, beside its traffic.
+    for (const LinkTraffic& l : links->links) {
+      if (l.capacity_bytes.empty()) continue;
+      for (size_t b = 0; b < l.capacity_bytes.size(); ++b) {
+        const double seconds = links->bucket_end_s(b) - links->bucket_start_s(b);
+        const double mbps = seconds > 0 ? l.capacity_bytes[b] * 8 / seconds / 1e6 : 0;
+        events.push_back({{"ph", "C"}, {"name", "capacity " + l.link}, {"pid", pid}, {"tid", 0},
+                          {"ts", microseconds(nanoseconds(links->bucket_start_s(b)))}, {"args", {{"Mbps", mbps}}}});
+      }
     }
   }
 

@@ -28,13 +28,52 @@ struct MeteredLink {
   const sg4::Link* link = nullptr;
   LinkTraffic info;                // bytes left empty until report()
   std::vector<Segment> segments;
+  std::vector<std::pair<double, double>> capacity;  // (from time, bytes/s it could carry; 0 while off)
 };
+
+// Appends [start, end) at `rate` to `segments`, extending the last one when it continues it.
+void extend(std::vector<Segment>& segments, double start, double end, double rate) {
+  if (!segments.empty() && segments.back().end_s == start && segments.back().bytes_per_s == rate) {
+    segments.back().end_s = end;
+  } else {
+    segments.push_back({start, end, rate});
+  }
+}
+
+// Integrates `segments` over the report's buckets.
+std::vector<double> bucketed(const std::vector<Segment>& segments, const LinkReport& r, size_t buckets) {
+  std::vector<double> out(buckets, 0.0);
+  for (const Segment& s : segments) {
+    const double end = std::min(s.end_s, r.end_s);
+    if (!(end > s.start_s)) continue;
+    size_t first = static_cast<size_t>(s.start_s / r.bucket_s);
+    for (size_t b = std::min(first, buckets - 1); b < buckets; ++b) {
+      const double lo = std::max(s.start_s, r.bucket_start_s(b));
+      const double hi = std::min(end, r.bucket_end_s(b));
+      if (r.bucket_start_s(b) >= end) break;
+      if (hi > lo) out[b] += (hi - lo) * s.bytes_per_s;
+    }
+  }
+  return out;
+}
 
 }  // namespace
 
 struct LinkMeter::State {
   std::vector<MeteredLink> links;
+  std::map<const sg4::Link*, size_t> index;
   double last_clock_s = 0;
+
+  // Link::on_bandwidth_change and on_state_change: the world (a profile) changed the link now.
+  void on_link_change(const sg4::Link& link) {
+    auto it = index.find(&link);
+    if (it == index.end()) return;
+    auto& capacity = links[it->second].capacity;
+    const double now = sg4::Engine::get_clock();
+    const double rate = link.is_on() ? link.get_bandwidth() : 0;
+    if (!capacity.empty() && capacity.back().first == now) capacity.pop_back();
+    if (capacity.empty() || capacity.back().second != rate) capacity.emplace_back(now, rate);
+  }
 
   void on_time_advance() {
     const double now = sg4::Engine::get_clock();
@@ -43,12 +82,7 @@ struct LinkMeter::State {
     if (!(now > start)) return;
     for (auto& m : links) {
       const double rate = m.link->get_usage();
-      if (rate <= 0) continue;
-      if (!m.segments.empty() && m.segments.back().end_s == start && m.segments.back().bytes_per_s == rate) {
-        m.segments.back().end_s = now;
-      } else {
-        m.segments.push_back({start, now, rate});
-      }
+      if (rate > 0) extend(m.segments, start, now, rate);
     }
   }
 };
@@ -109,9 +143,16 @@ LinkMeter::LinkMeter(const std::vector<sg4::Host*>& workers) : state_(std::make_
   state_->links = std::move(own);
   for (auto& m : shared) state_->links.push_back(std::move(m));
   state_->last_clock_s = sg4::Engine::get_clock();
+  for (size_t i = 0; i < state_->links.size(); ++i) {
+    MeteredLink& m = state_->links[i];
+    state_->index[m.link] = i;
+    m.capacity.emplace_back(state_->last_clock_s, m.info.bandwidth_bps / 8);
+  }
 
   std::shared_ptr<State> state = state_;
   sg4::Engine::on_time_advance_cb([state](double /*delta_s*/) { state->on_time_advance(); });
+  sg4::Link::on_bandwidth_change_cb([state](const sg4::Link& link) { state->on_link_change(link); });
+  sg4::Link::on_state_change_cb([state](const sg4::Link& link) { state->on_link_change(link); });
 }
 
 LinkReport LinkMeter::report(double bucket_s, double end_s) const {
@@ -122,16 +163,19 @@ LinkReport LinkMeter::report(double bucket_s, double end_s) const {
   const auto buckets = static_cast<size_t>(std::max(1.0, std::ceil(r.end_s / r.bucket_s)));
   for (const auto& m : state_->links) {
     LinkTraffic t = m.info;
-    t.bytes.assign(buckets, 0.0);
-    for (const Segment& s : m.segments) {
-      const double end = std::min(s.end_s, r.end_s);
-      if (!(end > s.start_s)) continue;
-      size_t first = static_cast<size_t>(s.start_s / r.bucket_s);
-      for (size_t b = std::min(first, buckets - 1); b < buckets; ++b) {
-        const double lo = std::max(s.start_s, r.bucket_start_s(b));
-        const double hi = std::min(end, r.bucket_end_s(b));
-        if (r.bucket_start_s(b) >= end) break;
-        if (hi > lo) t.bytes[b] += (hi - lo) * s.bytes_per_s;
+    t.bytes = bucketed(m.segments, r, buckets);
+    std::vector<Segment> capacity;  // the change points as segments, the last one to the end
+    for (size_t i = 0; i < m.capacity.size(); ++i) {
+      const double until = i + 1 < m.capacity.size() ? m.capacity[i + 1].first : std::max(r.end_s, m.capacity[i].first);
+      capacity.push_back({m.capacity[i].first, until, m.capacity[i].second});
+    }
+    if (m.capacity.size() > 1) t.capacity_bytes = bucketed(capacity, r, buckets);
+    for (const Segment& c : capacity) {
+      if (c.bytes_per_s > 0 || c.start_s >= r.end_s) continue;
+      if (!t.off.empty() && t.off.back().second == c.start_s) {
+        t.off.back().second = std::min(c.end_s, r.end_s);
+      } else {
+        t.off.emplace_back(c.start_s, std::min(c.end_s, r.end_s));
       }
     }
     r.links.push_back(std::move(t));

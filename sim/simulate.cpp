@@ -143,9 +143,13 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
     summary.useful_tokens += t.tokens_committed;
   }
   set_goodput(summary);
+  const LinkReport links = link_meter.report(scenario.link_bucket_s, end_s);
+  for (const LinkTraffic& l : links.links) {  // a worker's own link cut: on that worker's record
+    if (l.worker < 0) continue;
+    for (const auto& [start_s, stop_s] : l.off) recorder.event({l.worker, EventKind::link_off, start_s, stop_s, 0, -1});
+  }
   write_metrics_csv(recorder, dir + "/metrics.csv");
   write_events_csv(recorder, dir + "/events.csv");
-  const LinkReport links = link_meter.report(scenario.link_bucket_s, end_s);
   write_links_csv(links, dir + "/links.csv");
   std::vector<std::string> names;
   for (int rank = 0; rank < world_size; ++rank) {

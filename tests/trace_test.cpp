@@ -135,7 +135,7 @@ TEST_CASE("trace: every span is complete, every track ordered, and bytes add up 
 
   // links.csv: every link carries what was sent over it; the trace's counters say the same in Mbps.
   const auto links = read_csv(out + "/links.csv", &header);
-  CHECK(header == "link,direction,worker,host,start_s,end_s,bytes,utilization");
+  CHECK(header == "link,direction,worker,host,start_s,end_s,bytes,utilization,capacity_bps");
   std::map<std::string, double> link_bytes;
   for (const auto& row : links) {
     const double start_s = std::stod(row.at(4)), end_s = std::stod(row.at(5));

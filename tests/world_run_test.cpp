@@ -175,6 +175,31 @@ TEST_CASE("world: every policy finishes with a finite loss when a link is cut un
     // members waited for the failure timeout (10 s) before redoing it or, DeMo, going on.
     const double before = json_number(read_file(run_dir(baseline(), policy) + "/summary.json"), "wall_clock_s");
     CHECK((json_number(json, "syncs_aborted") >= 1 || json_number(json, "wall_clock_s") > before + 10));
+    // The cut is on record: worker 1's link_off event, and links.csv's capacity of w-1.up, which
+    // carried nothing while it was off and less than its nominal 20 Mbps in the buckets it spans.
+    int cuts = 0;
+    for (const Event& e : events_of(out + "/events.csv")) {
+      if (e.kind != "link_off") continue;
+      ++cuts;
+      CHECK(e.worker == 1);
+      CHECK(e.start_s == doctest::Approx(at));
+      CHECK(e.end_s == doctest::Approx(at + 20));
+    }
+    CHECK(cuts == 1);
+    std::istringstream links(read_file(out + "/links.csv"));
+    std::string row;
+    double cut_bytes = 0, lowest_bps = 1e18;
+    while (std::getline(links, row)) {
+      if (row.rfind("w-1.up,", 0) != 0) continue;
+      std::vector<std::string> cells;
+      std::stringstream fields(row);
+      for (std::string cell; std::getline(fields, cell, ',');) cells.push_back(cell);
+      const double start = std::stod(cells[4]), end = std::stod(cells[5]);
+      if (start >= at && end <= at + 20) cut_bytes += std::stod(cells[6]);
+      lowest_bps = std::min(lowest_bps, std::stod(cells[8]));
+    }
+    CHECK(cut_bytes == 0);
+    CHECK(lowest_bps < 20e6);
   }
 }
 
