@@ -40,10 +40,11 @@ class Policy {
   virtual void finish() {}
 
   // Handing the group's state to a worker that joins (or comes back) mid-run. A policy that can
-  // returns true from handover_ready() right after a committed synchronization with nothing in
-  // flight; save() then writes everything a joiner needs (parameters, optimizer and outer state) and
-  // the joiner's load() makes it a member in step with the group. Policies whose collectives overlap
-  // their compute (Streaming DiLoCo, CO2) never have such a point: a worker that leaves stays out.
+  // returns true from handover_ready(): right after each of its syncs (committed or given up) it has
+  // nothing in flight and holds the group's state. save() then writes everything a joiner needs
+  // (parameters, optimizer and outer state) and the joiner's load() makes it a member in step with
+  // the group. Policies whose collectives overlap their compute (Streaming DiLoCo, CO2) never have
+  // such a point: a worker that leaves stays out.
   virtual bool handover_ready() const { return false; }
   virtual void save(torch::serialize::OutputArchive& /*archive*/) const {}
   virtual void load(torch::serialize::InputArchive& /*archive*/) {}

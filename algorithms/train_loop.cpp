@@ -93,7 +93,8 @@ void TrainLoop::run(int64_t first_step) {
     }
     recorder_.metric(row);
     steps_done_ = step + 1;
-    if (sync == Sync::committed && !last && on_handover_point && policy_.handover_ready()) {
+    // After a sync, committed or given up, the members hold the same state: a joiner may take it.
+    if (sync != Sync::none && !last && on_handover_point && policy_.handover_ready()) {
       on_handover_point(steps_done_);
     }
   }

@@ -60,8 +60,8 @@ class TrainLoop {
   // step it was computing included, is thrown away and recorded as a `discard` event.
   void lose(double now_s);
 
-  // Called after each committed sync at which the policy can hand its state over (handover_ready),
-  // with the number of steps done: where the world admits joiners. May be left empty.
+  // Called after each sync (committed or aborted) at which the policy can hand its state over
+  // (handover_ready), with the number of steps done: where the world admits joiners. May be empty.
   std::function<void(int64_t steps_done)> on_handover_point;
 
  private:

@@ -56,57 +56,75 @@ void Membership::lose(int rank) {
   }
   if (w.running) w.loop->lose(now);
   w.running = false;
-  waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), rank), waiting_.end());
+  joining_.erase(rank);
+  ready_.erase(std::remove(ready_.begin(), ready_.end(), rank), ready_.end());
   tickets_.erase(rank);
   if (world_.in_group[rank]) leave_group(world_, rank);
-  // Joiners waiting on a group that just emptied restore its last checkpoint instead.
+  // Joiners ready to go in, on a group that just emptied, restore its last checkpoint instead.
   if (first_running() < 0) {
-    for (int j : waiting_) actors_[j]->resume();
+    for (int j : ready_) actors_[j]->resume();
   }
 }
 
+// A worker coming back first downloads the group's state, from the lowest running member (or, with
+// no one left, from the relay, or its own disk), while the group goes on; then it waits for the
+// group's next handover point, where it takes the state of that moment and goes in. The download is
+// charged once, for the state's size; the few steps the group took meanwhile travel free (a joiner
+// would fetch them as a small delta).
 void Membership::join(int rank) {
   SimWorker& w = workers_[rank];
   if (w.away_since_s < 0) w.away_since_s = sg4::Engine::get_clock();
-  waiting_.push_back(rank);
+  joining_.insert(rank);
+  if (!checkpoint_) {  // a policy that never hands over (Streaming DiLoCo, CO2): it stays out
+    sg4::this_actor::suspend();
+    return;
+  }
   sg4::Mailbox* box = sg4::Mailbox::by_name("join-" + std::to_string(rank));
   while (true) {
-    if (!tickets_.count(rank) && first_running() < 0 && checkpoint_) {
-      // No one left to download from: the group resumes from its last checkpoint, kept by the relay
-      // (downloaded from it) or, without a relay, on each worker's own disk (no transfer).
-      admit_waiting(checkpoint_, world_.relay ? static_cast<int>(workers_.size()) : -1, world_.relay);
-    }
-    auto ticket = tickets_.find(rank);
-    if (ticket == tickets_.end()) {
-      sg4::this_actor::suspend();  // until admitted (handover_point) or the group empties (lose)
-      continue;
-    }
-    if (ticket->second.source < 0) break;
+    const int member = first_running();
+    const int source = member >= 0 ? member : world_.relay ? static_cast<int>(workers_.size()) : -1;
+    if (source < 0) break;  // no one to download from: the checkpoint is on this worker's disk
+    const double start_s = sg4::Engine::get_clock();
+    const double bytes = static_cast<double>(checkpoint_->state.size()) * wire_scale_;
+    // A daemon: if the joiner is lost before it takes the download, nothing waits for this one.
+    sg4::Actor::create("handover-to-" + std::to_string(rank), member >= 0 ? world_.hosts[member] : world_.relay,
+                       [box, bytes] {
+                         static int token = 0;
+                         try {
+                           box->put(&token, static_cast<uint64_t>(bytes));
+                         } catch (const simgrid::Exception&) {  // the joiner was lost: nothing to deliver
+                         }
+                       })
+        ->daemonize();
     try {
       box->get<int>();  // the message stands for the state; its size is what the links carry
-      break;
-    } catch (const simgrid::Exception&) {  // the source was lost during the download: wait again
-      tickets_.erase(rank);
-      if (world_.in_group[rank]) leave_group(world_, rank);
-      waiting_.push_back(rank);
+    } catch (const simgrid::Exception&) {  // the source was lost during the download: again
+      continue;
+    }
+    world_.recorder->event({rank, EventKind::join, start_s, sg4::Engine::get_clock(), bytes, source});
+    break;
+  }
+  ready_.push_back(rank);
+  while (!tickets_.count(rank)) {
+    if (first_running() < 0) {
+      admit_ready(checkpoint_);  // no one left: the group resumes from its last checkpoint
+    } else {
+      sg4::this_actor::suspend();  // until a handover point admits it, or the group empties (lose)
     }
   }
-  const Ticket ticket = tickets_.at(rank);
+  const std::shared_ptr<const GroupSnapshot> snapshot = tickets_.at(rank);
   tickets_.erase(rank);
-  const double now = sg4::Engine::get_clock();
-  std::istringstream in(ticket.snapshot->state);
+  joining_.erase(rank);
+  std::istringstream in(snapshot->state);
   torch::serialize::InputArchive archive;
   archive.load_from(in);
   w.policy->load(archive);
-  w.transport->rejoin(ticket.snapshot->next_collective);
-  Recorder& recorder = *world_.recorder;
-  const double bytes = ticket.source < 0 ? 0 : static_cast<double>(ticket.snapshot->state.size()) * wire_scale_;
-  recorder.event({rank, EventKind::join, ticket.sent_at_s, now, bytes, ticket.source});
-  recorder.event({rank, EventKind::away, w.away_since_s, now, 0, -1});
+  w.transport->rejoin(snapshot->next_collective);
+  world_.recorder->event({rank, EventKind::away, w.away_since_s, sg4::Engine::get_clock(), 0, -1});
   w.away_since_s = -1;
   ++joined_;
   w.running = true;
-  w.loop->run(ticket.snapshot->steps_done);
+  w.loop->run(snapshot->steps_done);
 }
 
 int Membership::first_running() const {
@@ -131,31 +149,18 @@ std::shared_ptr<const GroupSnapshot> Membership::snapshot(int rank, int64_t step
 void Membership::handover_point(int rank, int64_t steps_done) {
   if (!can_fail_ || rank != first_running()) return;
   checkpoint_ = snapshot(rank, steps_done);
-  if (waiting_.empty()) return;
   // Joiners take part from the group's next collective on: if a member has already started it,
   // they are admitted at the next handover point instead.
-  if (world_.in_flight.count(checkpoint_->next_collective)) return;
-  admit_waiting(checkpoint_, rank, world_.hosts[rank]);
+  if (!ready_.empty() && !world_.in_flight.count(checkpoint_->next_collective)) admit_ready(checkpoint_);
 }
 
-void Membership::admit_waiting(const std::shared_ptr<const GroupSnapshot>& snapshot, int source, sg4::Host* host) {
-  const double now = sg4::Engine::get_clock();
-  for (int rank : waiting_) {
+void Membership::admit_ready(const std::shared_ptr<const GroupSnapshot>& snapshot) {
+  for (int rank : ready_) {
     world_.in_group[rank] = true;
-    tickets_[rank] = Ticket{snapshot, source, now};
+    tickets_[rank] = snapshot;
     actors_[rank]->resume();
-    if (host == nullptr) continue;  // read locally
-    // The download: a message of the state's size from the source's host, while the source goes on.
-    const double bytes = static_cast<double>(snapshot->state.size()) * wire_scale_;
-    sg4::Actor::create("handover-to-" + std::to_string(rank), host, [rank, bytes] {
-      static int token = 0;
-      try {
-        sg4::Mailbox::by_name("join-" + std::to_string(rank))->put(&token, static_cast<uint64_t>(bytes));
-      } catch (const simgrid::Exception&) {  // the joiner was lost: nothing to deliver
-      }
-    });
   }
-  waiting_.clear();
+  ready_.clear();
 }
 
 void Membership::end_if_over() {
@@ -163,7 +168,7 @@ void Membership::end_if_over() {
     if (workers_[r].running) return;
   }
   over_ = true;
-  for (int rank : waiting_) actors_[rank]->kill();
+  for (int rank : joining_) actors_[rank]->kill();
 }
 
 void Membership::close(double end_s) {

@@ -1,15 +1,16 @@
 // Workers on a changing world: who is in the group, who is away, and how one comes back. The world
 // side of membership (policies see only the Transport): a worker whose host fails is lost with the
-// work it had not committed; when its host is back it waits for a handover point of the group (a
-// committed sync with nothing in flight), downloads the group's state from a live member, charged
-// on their links, and continues from the group's step. Its data shard is its own: batches are not
-// handed to others while it is away, and it resumes its own stream when it is back.
+// work it had not committed; when its host is back it downloads the group's state from a live
+// member, charged on their links, then goes in at the group's next handover point (a sync, committed
+// or given up, with nothing in flight) and continues from the group's step. Its data shard is its
+// own: batches are not handed to others while it is away, and it resumes its own stream when back.
 #pragma once
 #include <simgrid/forward.h>
 
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,24 +64,18 @@ class Membership {
   // The lowest rank training in the group, or -1 when no one is.
   int first_running() const;
   std::shared_ptr<const GroupSnapshot> snapshot(int rank, int64_t steps_done) const;
-  // Admits every waiting worker on `snapshot`, sent from `source` (a worker, or the relay: world
-  // size) on `host`, or read locally when host is null (no one to download from and no relay).
-  void admit_waiting(const std::shared_ptr<const GroupSnapshot>& snapshot, int source, simgrid::s4u::Host* host);
+  // Lets every ready joiner in, on `snapshot`.
+  void admit_ready(const std::shared_ptr<const GroupSnapshot>& snapshot);
   // Every worker is done or away: joiners still waiting give up.
   void end_if_over();
-
-  struct Ticket {
-    std::shared_ptr<const GroupSnapshot> snapshot;
-    int source = 0;
-    double sent_at_s = 0;
-  };
 
   SimWorld& world_;
   std::vector<SimWorker>& workers_;
   double wire_scale_;
   bool can_fail_;
-  std::deque<int> waiting_;                          // ranks waiting to join, in arrival order
-  std::map<int, Ticket> tickets_;                    // by joiner: its admission, until it takes it
+  std::set<int> joining_;                            // ranks coming back (downloading, or ready)
+  std::deque<int> ready_;                            // joiners that have the state, in arrival order
+  std::map<int, std::shared_ptr<const GroupSnapshot>> tickets_;  // by joiner: its admission, until taken
   std::shared_ptr<const GroupSnapshot> checkpoint_;  // the group's state at its latest handover point
   std::map<const simgrid::s4u::Host*, int> rank_of_;
   std::vector<simgrid::s4u::ActorPtr> actors_;       // by rank: its current actor

@@ -50,7 +50,7 @@ void leave_group(SimWorld& world, int rank) {
   std::vector<uint64_t> erased;
   for (auto& [seq, c] : world.in_flight) {
     if (std::find(c.members.begin(), c.members.end(), rank) == c.members.end()) continue;
-    fail_collective(world, seq);
+    if (!c.complete()) fail_collective(world, seq);
     c.unread.erase(rank);  // it will never take the result
     if (c.unread.empty()) erased.push_back(seq);
   }
@@ -127,7 +127,10 @@ static sg4::ActorPtr run_side(SimWorld& world, uint64_t seq, const std::string& 
       side(tag);
     } catch (const simgrid::Exception&) {  // NetworkFailureException, and comms cancelled under it
       fail_collective(world, seq);
+      return;
     }
+    auto c = world.in_flight.find(seq);
+    if (c != world.in_flight.end()) ++c->second.sides_done;
   });
   world.in_flight[seq].flows.push_back(actor->get_pid());
   return actor;
@@ -150,6 +153,7 @@ uint64_t SimTransport::start(std::vector<torch::Tensor> mine, const std::string&
                            std::to_string(seq) + " it is not a member of");
   }
   c.contributions[rank_] = std::move(mine);
+  ++c.arrived;
   if (c.failed) return seq;  // a member was lost before this one arrived: no flows, it fails
   CollectiveFlows flows = flows_for(c.members);
   if (first && flows.relay_side) {  // the relay must be listening from the first arrival on

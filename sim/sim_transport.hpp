@@ -21,10 +21,16 @@ struct SimCollective {
   std::vector<int> members;                                // fixed by the first member to arrive
   std::vector<std::vector<torch::Tensor>> contributions;   // by rank; empty for a non-member
   std::vector<aid_t> flows;                                // the helper actors carrying it
+  size_t arrived = 0;                                      // members that called it
+  size_t sides_done = 0;                                   // helpers whose flows ended without failure
   std::set<int> unread;                                    // members that have not taken the result yet
   std::vector<torch::Tensor> result;
   bool failed = false;
   double failed_at_s = 0;
+
+  // Every member arrived and every side's flows ended: nothing can fail it any more, and a member
+  // lost now (before taking the result) does not undo it for the others.
+  bool complete() const { return arrived == members.size() && sides_done == flows.size(); }
 };
 
 // What the workers of one simulated run share (all actors run on one thread: no locks).

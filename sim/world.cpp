@@ -28,26 +28,25 @@ std::string profile_text(const WorldProfile& p, double scale) {
 }
 
 // Sessions of one host: online ~ Exp(mean mtbf), then away ~ Exp(mean mttr), from start_s on.
-// SimGrid asks for more whenever the simulation has used up the values drawn so far.
+// SimGrid asks for more whenever the simulation has used up the values drawn so far, and reads the
+// date of each value it is given as the delay since the previous one (the first: since time 0).
 class Sessions {
  public:
-  Sessions(const ChurnSpec& churn, int rank)
-      : mtbf_s_(churn.mtbf_s), mttr_s_(churn.mttr_s), next_s_(churn.start_s) {
+  Sessions(const ChurnSpec& churn, int rank) : mtbf_s_(churn.mtbf_s), mttr_s_(churn.mttr_s), start_s_(churn.start_s) {
     std::seed_seq seq{static_cast<uint32_t>(churn.seed), static_cast<uint32_t>(churn.seed >> 32),
                       static_cast<uint32_t>(rank)};
     rng_.seed(seq);
   }
   void operator()(std::vector<profile::DatedValue>& values) {
     for (int i = 0; i < 16; ++i) {  // a few sessions at a time
-      next_s_ += std::exponential_distribution<double>(1 / mtbf_s_)(rng_);
-      values.emplace_back(next_s_, 0);
-      next_s_ += std::exponential_distribution<double>(1 / mttr_s_)(rng_);
-      values.emplace_back(next_s_, 1);
+      values.emplace_back(start_s_ + std::exponential_distribution<double>(1 / mtbf_s_)(rng_), 0);
+      start_s_ = 0;  // only the first online period starts late
+      values.emplace_back(std::exponential_distribution<double>(1 / mttr_s_)(rng_), 1);
     }
   }
 
  private:
-  double mtbf_s_, mttr_s_, next_s_;
+  double mtbf_s_, mttr_s_, start_s_;
   std::mt19937_64 rng_;
 };
 
