@@ -1,42 +1,104 @@
-// The real cluster's Transport: the same calls on a c10d ProcessGroup (Gloo on CPU, NCCL when the
-// tensors live on a CUDA device); compute just runs the work; time is the wall clock.
+// The real cluster's Transport: the same calls on c10d process groups (Gloo on CPU); compute just
+// runs the work; time is the wall clock. When a member is lost, the survivors re-form the group
+// among themselves and go on (a failed collective's wait() returns false, as the seam says).
 #pragma once
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <chrono>
+#include <memory>
 
 #include "algorithms/recorder.hpp"
 #include "algorithms/transport.hpp"
+#include "real/heartbeat.hpp"
 
 namespace locosim {
 
 // How all_reduce_mean travels on a real cluster.
 //   exact:  all-gather of the wire-rounded contributions, then mean_in_rank_order on every rank —
 //           the simulator's numerics bit for bit ((K-1)·S per rank on the wire: parity runs).
-//   native: the backend's own all-reduce (sum, then /K) in the wire's dtype — ring traffic,
+//   native: the backend's own all-reduce (sum, then /members) in the wire's dtype — ring traffic,
 //           2(K-1)/K·S per rank, but the summation order is the backend's (timing runs).
 enum class ReduceMode { exact, native };
 
+// The job the transport's groups are formed in.
+struct C10dJob {
+  c10::intrusive_ptr<c10d::Store> store;            // the job's store, hosted by rank 0
+  int rank = 0;                                      // this rank, in the original group
+  int world_size = 1;                                // K: the original group's size
+  std::shared_ptr<::gloo::transport::Device> device;
+  std::chrono::milliseconds timeout{60000};          // a collective or a group's rendezvous
+  std::shared_ptr<Heartbeat> heartbeat;
+  std::chrono::milliseconds watch{5000};             // a member silent this long is lost
+};
+
+// Membership. The group is formed in epochs: epoch 0 is every rank; when a collective fails (Gloo
+// reports a lost peer or a timeout, or a member's heartbeat stops), the members that are left
+// re-form it as epoch n+1: a new ProcessGroupGloo over PrefixStore("epoch-<n+1>", store) among the
+// survivors (new rank = index among them). Rank 0 decides who survives and which collectives
+// committed (below) and publishes it in the store; the others read it. Rank 0 hosts the store: if
+// it is lost, the run fails as it would without re-forming.
+//
+// Commit agreement. A Gloo collective can complete on some members and fail on others (a member
+// lost half-way through a ring): a member only commits a collective once every member of the epoch
+// has reported completing it (a key in the store per member, a round trip per collective). A
+// member that sees a failure instead, or a silent member, flags the epoch and enters the re-form;
+// there rank 0 waits until every member has entered it or fallen silent, then decides: a collective
+// committed iff every member of the epoch (the lost included) reported completing it. Every member
+// thus commits the same collectives; collectives started in the old epoch that were not decided
+// fail on every member (wait() false), so the survivors' next collective calls line up in the new
+// epoch.
 class C10dTransport : public Transport {
  public:
-  C10dTransport(c10::intrusive_ptr<c10d::ProcessGroup> group, ReduceMode mode, Recorder& recorder);
+  C10dTransport(C10dJob job, ReduceMode mode, Recorder& recorder);
+  ~C10dTransport() override;
 
-  int rank() const override { return group_->getRank(); }
-  int world_size() const override { return group_->getSize(); }
+  int rank() const override { return job_.rank; }               // the original rank, always
+  int world_size() const override { return job_.world_size; }   // the original K, always
   double now_s() const override;
   void compute(double flops, const std::function<void()>& work) override;
   Pending all_reduce_mean(std::vector<torch::Tensor>& xs, Wire w) override;
   Pending all_gather(const std::vector<torch::Tensor>& mine, double bytes,
                      std::vector<std::vector<torch::Tensor>>& out) override;
 
- private:
-  // Waits for `work`, recording the blocked time and the traffic as events.
-  void wait_for(const c10::intrusive_ptr<c10d::Work>& work, double sent_bytes, double recv_bytes);
+  // The original ranks in the group now, in rank order.
+  const std::vector<int>& members() const { return members_; }
+  // The ranks lost so far, with when this rank noticed (now_s()).
+  struct Loss {
+    int rank = 0;
+    double noticed_s = 0;
+  };
+  const std::vector<Loss>& lost() const { return lost_; }
+  int epoch() const { return epoch_; }
 
-  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+ private:
+  struct Flight;
+  std::shared_ptr<Flight> start(std::vector<c10::intrusive_ptr<c10d::Work>> works);
+  std::shared_ptr<Flight> skipped();
+  // Waits for the flight and agrees on it with the other members (re-forming the group if it
+  // failed); records the blocked time and the traffic. Returns whether it committed.
+  bool settle(Flight& f, double sent_bytes, double recv_bytes);
+  bool wait_works(const Flight& f);
+  enum class Barrier { committed, failed };
+  Barrier barrier(const Flight& f);
+  bool reform(int64_t seq);
+  void open_epoch(int epoch, std::vector<int> members);
+  bool epoch_flagged(int epoch);
+  bool member_silent() const;
+  Pending gather(const std::vector<torch::Tensor>& mine, double bytes, std::vector<std::vector<torch::Tensor>>& out,
+                 int salvages_left);
+
+  C10dJob job_;
   ReduceMode mode_;
   Recorder& recorder_;
   std::chrono::steady_clock::time_point start_;
+  int epoch_ = 0;
+  std::vector<int> members_;                        // original ranks, in order (index = rank in group_)
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
+  std::vector<c10::intrusive_ptr<c10d::ProcessGroupGloo>> retired_;  // earlier epochs' groups
+  int64_t next_seq_ = 0;                            // collectives started in this epoch
+  int64_t fail_next_ = 0;                           // calls that still belong to the previous epoch
+  std::vector<Loss> lost_;
 };
 
 }  // namespace locosim

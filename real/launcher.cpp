@@ -1,4 +1,4 @@
-// spawn_local_ranks: fork + exec per rank, then wait and report.
+// spawn_local_ranks: fork + exec per rank, then wait for all and report the lost.
 #include "real/launcher.hpp"
 
 #include <arpa/inet.h>
@@ -70,24 +70,25 @@ int spawn_local_ranks(int n, const std::string& program, const std::vector<std::
     rank_of[pid] = rank;
   }
 
-  int failures = 0, stop_signal = 0;
-  bool killed = false;
+  // failed: rank 0 failed (or a stop signal came): the others are stopped after the grace period.
+  bool failed = false, killed = false;
+  int stop_signal = 0;
   std::chrono::steady_clock::time_point deadline;
   while (!rank_of.empty()) {
     if (!stop_signal && (stop_signal = StopSignals::received())) {
       for (const auto& [p, rank] : rank_of) kill(p, SIGTERM);
-      failures = std::max(failures, 1);
+      failed = true;
       grace_s = 5;
       deadline = std::chrono::steady_clock::now() + std::chrono::seconds(grace_s);
     }
     int status = 0;
-    pid_t pid = failures ? waitpid(-1, &status, WNOHANG) : waitpid(-1, &status, 0);
+    pid_t pid = failed ? waitpid(-1, &status, WNOHANG) : waitpid(-1, &status, 0);
     if (pid < 0 && errno == EINTR) continue;  // a signal: seen at the top of the loop
-    if (pid == 0) {  // a rank failed earlier: the others have until the deadline
+    if (pid == 0) {  // rank 0 failed earlier: the others have until the deadline
       if (!killed && std::chrono::steady_clock::now() > deadline) {
         for (const auto& [p, rank] : rank_of) {
           std::fprintf(stderr, "locosim-real: rank %d did not stop %d s after %s; killing it\n", rank, grace_s,
-                       stop_signal ? "SIGTERM" : "a failure");
+                       stop_signal ? "SIGTERM" : "rank 0 failed");
           kill(p, SIGKILL);
         }
         killed = true;
@@ -100,13 +101,18 @@ int spawn_local_ranks(int n, const std::string& program, const std::vector<std::
     if (it == rank_of.end()) continue;
     const int rank = it->second;
     rank_of.erase(it);
-    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && !stop_signal) {
-      std::fprintf(stderr, "locosim-real: rank %d %s\n", rank, describe(status).c_str());
-      if (failures++ == 0) deadline = std::chrono::steady_clock::now() + std::chrono::seconds(grace_s);
+    if ((WIFEXITED(status) && WEXITSTATUS(status) == 0) || stop_signal) continue;
+    if (rank != 0 && !failed) {
+      // Lost: the others re-form the group without it (if rank 0 fails too, the run fails then).
+      std::fprintf(stderr, "locosim-real: rank %d %s; the others went on without it\n", rank, describe(status).c_str());
+      continue;
     }
+    std::fprintf(stderr, "locosim-real: rank %d %s\n", rank, describe(status).c_str());
+    failed = true;
+    deadline = std::chrono::steady_clock::now() + std::chrono::seconds(grace_s);
   }
   if (stop_signal) throw Interrupted(stop_signal);
-  return failures ? 1 : 0;
+  return failed ? 1 : 0;
 }
 
 }  // namespace locosim

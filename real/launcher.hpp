@@ -7,10 +7,12 @@
 namespace locosim {
 
 // Runs `program args...` N times with RANK=0..N-1, WORLD_SIZE=N, LOCAL_RANK, MASTER_ADDR=127.0.0.1
-// and a free MASTER_PORT. When a rank fails, the others get `grace_s` to fail on their own (they name
-// the lost rank), then are killed. Returns 0 when every rank succeeded, else 1. On SIGINT, SIGTERM or
-// SIGHUP the ranks get SIGTERM (then SIGKILL after 5 s) and it throws Interrupted once they are gone;
-// a rank also gets SIGTERM if the launcher dies.
+// and a free MASTER_PORT, and waits for all of them. A rank other than 0 that fails (killed, or a
+// non-zero exit) is lost: the others go on without it (they re-form the group) and one line on stderr
+// names it. When rank 0 fails (it hosts the store and writes the run folder), the others get
+// `grace_s` to fail on their own (they name the lost rank), then are killed. Returns 0 when rank 0
+// succeeded, else 1. On SIGINT, SIGTERM or SIGHUP the ranks get SIGTERM (then SIGKILL after 5 s) and
+// it throws Interrupted once they are gone; a rank also gets SIGTERM if the launcher dies.
 int spawn_local_ranks(int n, const std::string& program, const std::vector<std::string>& args, int grace_s);
 
 }  // namespace locosim

@@ -1,7 +1,8 @@
 // locosim-real: run a scenario's policy on real machines, with the simulator's algorithm code.
 //   RANK=0 WORLD_SIZE=4 MASTER_ADDR=host MASTER_PORT=29500 locosim-real scenario.yaml --policy diloco
 //   locosim-real scenario.yaml --policy diloco --spawn 4        # N ranks on this machine
-// Exit codes: 0 done, 1 a rank failed (the message names the rank and the step), 2 bad input.
+// Exit codes: 0 done (ranks other than 0 may have been lost: the others finished without them, and
+// the run folder says so), 1 rank 0 failed (the message names the rank and the step), 2 bad input.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -42,7 +43,9 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", options.output_root, "folder for run folders (default: runs-real)");
   app.add_option("--reduce", reduce, "exact: the simulator's numerics bit for bit; native: the backend's all-reduce")
       ->check(CLI::IsMember({"exact", "native"}));
-  app.add_option("--timeout", options.timeout_s, "seconds before a collective or the rendezvous fails (default 60)")
+  app.add_option("--timeout", options.timeout_s,
+                 "seconds before a collective or the rendezvous fails (default 60); a rank whose heartbeat stops "
+                 "for a sixth of it (2 to 10 s) is lost, and the others re-form the group without it")
       ->check(CLI::PositiveNumber);
   app.add_option("--spawn", spawn, "start N ranks on this machine")->check(CLI::PositiveNumber);
   try {

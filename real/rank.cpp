@@ -5,12 +5,18 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/utils.h>
 
-#include <atomic>
+#include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <thread>
+#include <type_traits>
+
+#include "algorithms/train_loop.hpp"
+#include "real/heartbeat.hpp"
 
 #include "report/link_report.hpp"
 #include "report/output_file.hpp"
@@ -58,60 +64,86 @@ std::vector<Row> from_bytes(const std::vector<uint8_t>& bytes) {
   return rows;
 }
 
-// Every 100 ms, each rank bumps its counter "beat/<rank>" in the store; after a failure the survivors
-// watch the counters for a second to name the rank that stopped. Counters, not timestamps, so that
-// clock skew between machines cannot mislead.
-class Heartbeat {
+static_assert(std::is_trivially_copyable_v<WorkTally>, "tallies travel as bytes");
+
+// Each rank but 0 streams its rows to the store as it goes (at most every 250 ms, and at the end):
+// rank 0 then has the rows of a rank lost mid-run up to where it died. Chunk i is "rows/<r>/<i>":
+// [metric count, event count, the tally at that point, the new metric rows, the new event rows];
+// "rows/<r>/chunks" says how many are complete.
+class RowStream {
  public:
-  Heartbeat(c10::intrusive_ptr<c10d::Store> store, int rank) : store_(std::move(store)), rank_(rank) {
-    thread_ = std::thread([this] {
-      for (int64_t beat = 1; !stop_; ++beat) {
-        try {
-          store_->set("beat/" + std::to_string(rank_), to_bytes(std::vector<int64_t>{beat}));
-        } catch (...) {
-          return;  // the store's host is gone; the training loop will report it
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-    });
-  }
-  ~Heartbeat() {
-    stop_ = true;
-    thread_.join();
+  RowStream(c10::intrusive_ptr<c10d::Store> store, int rank) : store_(std::move(store)), rank_(rank) {}
+
+  void maybe_flush(const Recorder& recorder, const WorkTally& tally) {
+    if (std::chrono::steady_clock::now() - last_ >= std::chrono::milliseconds(250)) flush(recorder, tally);
   }
 
-  // The other ranks whose counter does not move for `watch`, as "rank 2, rank 3"; "rank 0 (its store
-  // is unreachable)" when the store itself is gone.
-  std::string silent_ranks(int world_size, std::chrono::milliseconds watch) {
-    try {
-      std::vector<int64_t> before = beats(world_size);
-      std::this_thread::sleep_for(watch);
-      std::vector<int64_t> after = beats(world_size);
-      std::string out;
-      for (int r = 0; r < world_size; ++r) {
-        if (r != rank_ && after[r] == before[r]) out += (out.empty() ? "" : ", ") + std::string("rank ") + std::to_string(r);
-      }
-      return out;
-    } catch (...) {
-      return rank_ == 0 ? "" : "rank 0 (its store is unreachable)";
+  void flush(const Recorder& recorder, const WorkTally& tally) {
+    const std::vector<MetricRow> metrics(recorder.metrics().begin() + metrics_sent_, recorder.metrics().end());
+    const std::vector<EventRow> events(recorder.events().begin() + events_sent_, recorder.events().end());
+    std::vector<uint8_t> blob = to_bytes(std::vector<int64_t>{static_cast<int64_t>(metrics.size()),
+                                                              static_cast<int64_t>(events.size())});
+    for (auto part : {to_bytes(std::vector<WorkTally>{tally}), to_bytes(metrics), to_bytes(events)}) {
+      blob.insert(blob.end(), part.begin(), part.end());
     }
+    const std::string prefix = "rows/" + std::to_string(rank_) + "/";
+    store_->set(prefix + std::to_string(chunks_), blob);
+    store_->set(prefix + "chunks", to_bytes(std::vector<int64_t>{++chunks_}));
+    metrics_sent_ += metrics.size();
+    events_sent_ += events.size();
+    last_ = std::chrono::steady_clock::now();
   }
 
  private:
-  std::vector<int64_t> beats(int world_size) {
-    std::vector<int64_t> out(world_size, 0);
-    for (int r = 0; r < world_size; ++r) {
-      const std::string key = "beat/" + std::to_string(r);
-      if (store_->check({key})) out[r] = from_bytes<int64_t>(store_->get(key))[0];  // get() blocks on absent keys
-    }
-    return out;
-  }
-
   c10::intrusive_ptr<c10d::Store> store_;
   int rank_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
+  int64_t chunks_ = 0;
+  size_t metrics_sent_ = 0, events_sent_ = 0;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
+
+// What rank `rank` streamed (RowStream): its rows into `merged`; its last tally, if it sent any.
+std::optional<WorkTally> read_rows(c10d::Store& store, int rank, Recorder& merged) {
+  const std::string prefix = "rows/" + std::to_string(rank) + "/";
+  if (!store.check({prefix + "chunks"})) return std::nullopt;
+  const int64_t chunks = from_bytes<int64_t>(store.get(prefix + "chunks")).at(0);
+  std::optional<WorkTally> tally;
+  for (int64_t i = 0; i < chunks; ++i) {
+    const std::vector<uint8_t> blob = store.get(prefix + std::to_string(i));
+    const auto counts = from_bytes<int64_t>(std::vector<uint8_t>(blob.begin(), blob.begin() + 2 * sizeof(int64_t)));
+    auto at = blob.begin() + 2 * sizeof(int64_t);
+    auto take = [&](size_t bytes) {
+      std::vector<uint8_t> part(at, at + static_cast<std::ptrdiff_t>(bytes));
+      at += static_cast<std::ptrdiff_t>(bytes);
+      return part;
+    };
+    tally = from_bytes<WorkTally>(take(sizeof(WorkTally))).at(0);
+    for (const auto& row : from_bytes<MetricRow>(take(counts[0] * sizeof(MetricRow)))) merged.metric(row);
+    for (const auto& row : from_bytes<EventRow>(take(counts[1] * sizeof(EventRow)))) merged.event(row);
+  }
+  return tally;
+}
+
+// Waits (rank 0) until every rank in `ranks` has set "<prefix><rank>" or fallen silent; returns
+// the silent ones (lost after their last collective: nothing else would notice).
+std::vector<int> wait_for_keys(c10d::Store& store, const std::string& prefix, const std::vector<int>& ranks,
+                               const Heartbeat& heartbeat, std::chrono::milliseconds watch) {
+  std::vector<int> pending = ranks, silent;
+  while (!pending.empty()) {
+    std::vector<int> still;
+    for (int r : pending) {
+      if (store.check({prefix + std::to_string(r)})) continue;
+      if (heartbeat.silent(r, watch)) {
+        silent.push_back(r);
+      } else {
+        still.push_back(r);
+      }
+    }
+    pending = std::move(still);
+    if (!pending.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return silent;
+}
 
 std::shared_ptr<::gloo::transport::Device> gloo_device(const RankEnv& env) {
   if (const char* ifname = std::getenv("LOCOSIM_GLOO_IFNAME")) {
@@ -123,8 +155,15 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const RankEnv& env) {
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }
 
+// What became of the group: the ranks lost and the work the run kept and threw away.
+struct Outcome {
+  int workers_lost = 0;
+  int64_t useful_tokens = 0;
+  double compute_wasted_s = 0;
+};
+
 void write_run_folder(const Scenario& scenario, const PolicySpec& policy, const Recorder& merged,
-                      const std::string& fingerprint, const RealOptions& options) {
+                      const std::string& fingerprint, const Outcome& outcome, const RealOptions& options) {
   const fs::path root = child_path(options.output_root, scenario.name);
   claim_folder(root);
   remove_stale_temporaries(root);
@@ -150,13 +189,21 @@ void write_run_folder(const Scenario& scenario, const PolicySpec& policy, const 
   write_links_csv(links, (temp / "links.csv").string());
   write_trace_json(merged, names, &links, (temp / "trace.json").string());
   RunSummary summary = summarize(merged, scenario.world_size(), scenario.train.target_loss);
-  summary.useful_tokens = summary.tokens;  // no member is ever lost here: every token is kept
+  summary.workers_lost = outcome.workers_lost;
+  summary.useful_tokens = outcome.useful_tokens;
+  summary.compute_wasted_s = outcome.compute_wasted_s;
   set_goodput(summary);
   summary.label = policy.label;
   summary.policy = policy.name;
   summary.params_fingerprint = fingerprint;
   write_summary_json(summary, (temp / "summary.json").string());
   staged.commit();
+}
+
+// How long a rank's heartbeat must stay still before the others count it lost: long enough that a
+// loaded machine's stalls are not taken for a loss, short against the collective timeout.
+std::chrono::milliseconds watch_window(const RealOptions& options) {
+  return std::chrono::milliseconds(std::clamp<int64_t>(1000LL * options.timeout_s / 6, 2000, 10000));
 }
 
 }  // namespace
@@ -178,23 +225,26 @@ RankEnv RankEnv::from_environment() {
 }
 
 void run_rank(const Scenario& scenario, const PolicySpec& policy, const RankEnv& env, const RealOptions& options) {
+  // A write to a lost peer's socket must fail (and the group re-form), not kill this rank.
+  std::signal(SIGPIPE, SIG_IGN);
   const auto timeout = std::chrono::milliseconds(1000LL * options.timeout_s);
+  const auto watch = watch_window(options);
   c10d::TCPStoreOptions store_options;
   store_options.port = static_cast<uint16_t>(env.master_port);
   store_options.isServer = env.rank == 0;
   store_options.numWorkers = env.world_size;
   store_options.timeout = timeout;
   auto store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
-  auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
-  gloo_options->devices.push_back(gloo_device(env));
-  auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size, gloo_options);
+  auto heartbeat = std::make_shared<Heartbeat>(env.master_addr, static_cast<uint16_t>(env.master_port), env.rank,
+                                               env.world_size, timeout);
 
   torch::set_num_threads(scenario.threads);
   Corpus corpus = Corpus::from_file(scenario.data.path, scenario.data.eval_fraction);
   torch::manual_seed(scenario.seed);
   TinyLlama model(scenario.model);  // the same initial weights on every rank (and as the simulator)
   Recorder recorder;
-  C10dTransport transport(group, options.reduce, recorder);
+  C10dTransport transport(C10dJob{store, env.rank, env.world_size, gloo_device(env), timeout, heartbeat, watch},
+                          options.reduce, recorder);
   PolicyContext ctx{model->parameters(), &transport, scenario.train.optimizer, scenario.train.steps,
                     wire_scale(scenario, *model)};
   std::unique_ptr<Policy> policy_impl = make_policy(policy, std::move(ctx));
@@ -202,34 +252,71 @@ void run_rank(const Scenario& scenario, const PolicySpec& policy, const RankEnv&
               scenario.seed);
   TrainLoop loop(model, std::move(shard), corpus, *policy_impl, transport, scenario.train,
                  flops_per_step(scenario, *model), recorder);
+  RowStream rows(store, env.rank);
+  if (env.rank != 0) recorder.on_metric = [&](const MetricRow&) { rows.maybe_flush(recorder, loop.tally()); };
 
-  Heartbeat heartbeat(store, env.rank);
   try {
     loop.run();
   } catch (const std::exception& e) {
     const int64_t step = recorder.metrics().empty() ? 1 : recorder.metrics().back().step + 1;
-    const std::string lost = heartbeat.silent_ranks(env.world_size, std::chrono::milliseconds(1500));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // for the heartbeats to tell
+    const std::string lost = heartbeat->silent_ranks(std::chrono::milliseconds(1000));
     throw std::runtime_error("rank " + std::to_string(env.rank) + ": step " + std::to_string(step) +
                              ": a collective failed" + (lost.empty() ? "" : ": lost " + lost) + " (timeout " +
-                             std::to_string(options.timeout_s) + " s): " + std::string(e.what()).substr(0, 300));
+                             std::to_string(options.timeout_s) + " s): " + std::string(e.what()).substr(0, 500));
   }
+  recorder.on_metric = nullptr;
 
-  store->set("metrics/" + std::to_string(env.rank), to_bytes(recorder.metrics()));
-  store->set("events/" + std::to_string(env.rank), to_bytes(recorder.events()));
-  if (env.rank == 0) {
-    Recorder merged;
-    for (int r = 0; r < env.world_size; ++r) {
-      for (const auto& row : from_bytes<MetricRow>(store->get("metrics/" + std::to_string(r)))) merged.metric(row);
-      for (const auto& row : from_bytes<EventRow>(store->get("events/" + std::to_string(r)))) merged.event(row);
-    }
-    write_run_folder(scenario, policy, merged, params_fingerprint(model->parameters()), options);
-    // The store lives in rank 0: it stays until every rank has seen that the folder is written.
-    store->set("written", {1});
-    for (int r = 1; r < env.world_size; ++r) store->wait({"left/" + std::to_string(r)});
-  } else {
+  if (env.rank != 0) {
+    rows.flush(recorder, loop.tally());
+    store->set("final/" + std::to_string(env.rank), {1});
     store->wait({"written"});
     store->set("left/" + std::to_string(env.rank), {1});
+    return;
   }
+  // Rank 0: the rows of every rank, survivors' to the end, the lost ones' up to where they died.
+  std::vector<int> others;
+  for (int r : transport.members()) {
+    if (r != 0) others.push_back(r);
+  }
+  std::vector<C10dTransport::Loss> lost = transport.lost();
+  for (int r : wait_for_keys(*store, "final/", others, *heartbeat, watch)) {
+    lost.push_back({r, transport.now_s()});  // lost after the last collective
+    others.erase(std::find(others.begin(), others.end(), r));
+  }
+  Recorder merged;
+  std::vector<std::optional<WorkTally>> tallies(env.world_size);
+  for (int r = 0; r < env.world_size; ++r) {
+    if (r == 0) {
+      for (const auto& row : recorder.metrics()) merged.metric(row);
+      for (const auto& row : recorder.events()) merged.event(row);
+      tallies[0] = loop.tally();
+    } else {
+      tallies[r] = read_rows(*store, r, merged);
+    }
+  }
+  Outcome outcome;
+  outcome.workers_lost = static_cast<int>(lost.size());
+  for (const auto& tally : tallies) {
+    if (!tally) continue;
+    outcome.useful_tokens += tally->tokens_committed;
+    outcome.compute_wasted_s += tally->compute_wasted_s;
+  }
+  double end_s = transport.now_s();
+  for (const auto& row : merged.metrics()) end_s = std::max(end_s, row.time_s);
+  for (const auto& loss : lost) {
+    // The work since its last committed sync went with it (as far as its last rows tell: what it
+    // did after them is not known), and it was away from when the survivors noticed to the end.
+    if (const auto& tally = tallies[loss.rank]) {
+      outcome.compute_wasted_s += tally->compute_pending_s;
+      merged.event({loss.rank, EventKind::discard, std::min(tally->pending_since_s, loss.noticed_s), loss.noticed_s, 0, -1});
+    }
+    merged.event({loss.rank, EventKind::away, loss.noticed_s, end_s, 0, -1});
+  }
+  write_run_folder(scenario, policy, merged, params_fingerprint(model->parameters()), outcome, options);
+  // The store lives in rank 0: it stays until every rank left has seen that the folder is written.
+  store->set("written", {1});
+  (void)wait_for_keys(*store, "left/", others, *heartbeat, watch);
 }
 
 }  // namespace locosim

@@ -23,11 +23,15 @@ struct RankEnv {
 struct RealOptions {
   std::string output_root = "runs-real";
   ReduceMode reduce = ReduceMode::exact;
-  int timeout_s = 60;   // a collective or rendezvous that takes longer fails, naming the lost rank
+  int timeout_s = 60;   // a collective or rendezvous that takes longer fails (the group re-forms without the lost)
 };
 
 // Runs `policy` as this rank. Returns normally when the job completed (rank 0 has written
-// <output_root>/<scenario>/<label>/); throws std::runtime_error "rank R: step S: ..." on failure.
+// <output_root>/<scenario>/<label>/). A rank other than 0 that is lost mid-run is left behind: the
+// others re-form the group without it (C10dTransport) and finish; rank 0's run folder has its rows
+// up to where it died, an `away` event from when the others noticed, and summary.workers_lost.
+// Throws std::runtime_error "rank R: step S: ..." on failure (rank 0 lost: it hosts the store; or
+// this rank left out of the re-formed group).
 void run_rank(const Scenario& scenario, const PolicySpec& policy, const RankEnv& env, const RealOptions& options);
 
 }  // namespace locosim
