@@ -81,7 +81,25 @@ struct GroupError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+std::string rank_key(const std::string& what, int rank) { return "join/" + std::to_string(rank) + "/" + what; }
+int64_t micros(double s) { return static_cast<int64_t>(s * 1e6); }
+double seconds(int64_t us) { return static_cast<double>(us) / 1e6; }
+
 }  // namespace
+
+bool job_in_progress(c10d::Store& store) { return store.check({"job/started"}); }
+bool job_over(c10d::Store& store) { return store.check({"written"}); }
+
+bool wait_until_out(c10d::Store& store, int rank) {
+  while (true) {
+    if (job_over(store)) return false;
+    if (store.check({"group/current"})) {
+      const auto current = decode(store.get("group/current"));
+      if (std::find(current.begin() + 1, current.end(), rank) == current.end()) return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
 
 // A collective in flight: the epoch it started in and its number there.
 struct C10dTransport::Flight {
@@ -96,7 +114,7 @@ C10dTransport::C10dTransport(C10dJob job, ReduceMode mode, Recorder& recorder)
     : job_(std::move(job)), mode_(mode), recorder_(recorder), start_(Clock::now()) {
   std::vector<int> everyone(job_.world_size);
   for (int r = 0; r < job_.world_size; ++r) everyone[r] = r;
-  open_epoch(0, everyone);
+  if (!job_.joining) open_epoch(0, everyone);
 }
 
 C10dTransport::~C10dTransport() {
@@ -134,6 +152,12 @@ void C10dTransport::open_epoch(int epoch, std::vector<int> members) {
   epoch_ = epoch;
   members_ = std::move(members);
   next_seq_ = 0;
+  if (job_.rank == 0) {
+    std::vector<int64_t> current = {epoch_};
+    current.insert(current.end(), members_.begin(), members_.end());
+    job_.store->set("group/current", encode(current));
+    if (epoch_ == 0) job_.store->set("job/started", {1});
+  }
 }
 
 std::shared_ptr<C10dTransport::Flight> C10dTransport::start(std::vector<c10::intrusive_ptr<c10d::Work>> works) {
@@ -329,6 +353,72 @@ bool C10dTransport::reform(int64_t seq) {
   fail_next_ = started - next_seq_;
   open_epoch(epoch + 1, std::move(survivors));
   return committed;
+}
+
+void C10dTransport::handover_point(int64_t steps_done, const std::function<std::string()>& save) {
+  auto& store = *job_.store;
+  const std::string admit = key(epoch_, "admit");
+  if (store.check({admit})) {
+    const auto decided = decode(store.get(admit));
+    // Decided at rank 0's handover point after collective D - 1: the re-form is at the next one.
+    if (next_seq_ <= decided.at(0)) return;
+    std::vector<int> joiners(decided.begin() + 1, decided.end());
+    std::vector<int> next = members_;
+    next.insert(next.end(), joiners.begin(), joiners.end());
+    std::sort(next.begin(), next.end());
+    next.erase(std::unique(next.begin(), next.end()), next.end());
+    const int epoch = epoch_ + 1;
+    if (job_.rank == 0) {
+      const std::string state = save();
+      for (int j : joiners) {
+        double lost_at = 0;
+        for (const auto& loss : lost_) {
+          if (loss.rank == j) lost_at = loss.noticed_s;
+        }
+        const double now = now_s();
+        std::vector<int64_t> meta = {epoch, steps_done, micros(now), micros(lost_at)};
+        meta.insert(meta.end(), next.begin(), next.end());
+        store.set(rank_key("state", j), std::vector<uint8_t>(state.begin(), state.end()));
+        store.set(rank_key("admit", j), encode(meta));
+        store.deleteKey("join/request/" + std::to_string(j));
+        joined_.push_back({j, now});
+      }
+    }
+    open_epoch(epoch, std::move(next));
+    return;
+  }
+  if (job_.rank != 0) return;
+  std::vector<int64_t> decision = {next_seq_};
+  for (int r = 1; r < job_.world_size; ++r) {
+    if (std::find(members_.begin(), members_.end(), r) != members_.end()) continue;
+    if (store.check({"join/request/" + std::to_string(r)})) decision.push_back(r);
+  }
+  if (decision.size() > 1) store.set(admit, encode(decision));
+}
+
+std::optional<C10dTransport::Admission> C10dTransport::await_admission() {
+  auto& store = *job_.store;
+  const int me = job_.rank;
+  store.deleteKey(rank_key("admit", me));  // an earlier life's
+  store.set("join/request/" + std::to_string(me), {1});
+  while (!store.check({rank_key("admit", me)})) {
+    if (job_over(store)) return std::nullopt;
+    std::this_thread::sleep_for(kPoll);
+  }
+  const auto meta = decode(store.get(rank_key("admit", me)));
+  // This rank's clock from now on is rank 0's (its rows merge with the group's).
+  start_ = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::microseconds(meta.at(2)));
+  Admission a;
+  a.epoch = static_cast<int>(meta.at(0));
+  a.steps_done = meta.at(1);
+  a.lost_at_s = seconds(meta.at(3));
+  for (size_t i = 4; i < meta.size(); ++i) a.members.push_back(static_cast<int>(meta[i]));
+  a.download_start_s = now_s();
+  const std::vector<uint8_t> state = store.get(rank_key("state", me));
+  a.download_end_s = now_s();
+  store.deleteKey(rank_key("state", me));
+  a.state.assign(state.begin(), state.end());
+  return a;
 }
 
 Pending C10dTransport::all_reduce_mean(std::vector<torch::Tensor>& xs, Wire w) {

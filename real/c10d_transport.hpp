@@ -6,7 +6,10 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "algorithms/recorder.hpp"
 #include "algorithms/transport.hpp"
@@ -30,7 +33,25 @@ struct C10dJob {
   std::chrono::milliseconds timeout{60000};          // a collective or a group's rendezvous
   std::shared_ptr<Heartbeat> heartbeat;
   std::chrono::milliseconds watch{5000};             // a member silent this long is lost
+  bool joining = false;                              // a restarted rank: no epoch 0; await_admission()
 };
+
+// Rejoining. Rank 0 sets "job/started" once epoch 0 is formed and keeps "group/current" = [epoch,
+// members...]. A rank restarted while the job runs (job_in_progress) waits until it is out of the
+// group (rank 0 saw it lost), starts its heartbeat, posts "join/request/<r>" and waits. Every member
+// calls handover_point() at each of its handover points (TrainLoop::on_handover_point). There rank 0,
+// seeing requests, publishes group/<epoch>/admit = [D, joiners...] with D = the collectives started
+// in the epoch so far; every member re-forms at its first handover point with more than D
+// collectives started in the epoch — the same point on every member: a member past collective D
+// passed its commit, which needs rank 0's report, which rank 0 made after publishing. There rank 0
+// writes its policy's state to "join/<r>/state" and "join/<r>/admit" = [epoch+1, steps done, its
+// clock, when it noticed the loss, members...], and every member (the joiner too) opens epoch + 1
+// with the joiners in, at their original ranks.
+bool job_in_progress(c10d::Store& store);
+// Waits until `rank` is not in the group (rank 0 noticed its loss); false if the job ended first.
+bool wait_until_out(c10d::Store& store, int rank);
+// Whether rank 0 has written the run folder (the job is over).
+bool job_over(c10d::Store& store);
 
 // Membership. The group is formed in epochs: epoch 0 is every rank; when a collective fails (Gloo
 // reports a lost peer or a timeout, or a member's heartbeat stops), the members that are left
@@ -71,6 +92,31 @@ class C10dTransport : public Transport {
   const std::vector<Loss>& lost() const { return lost_; }
   int epoch() const { return epoch_; }
 
+  // Rejoining (see above). At a handover point of every member, after `steps_done` steps: may
+  // decide (rank 0) or carry out (everyone) an admission; `save` gives the policy's archive (rank 0).
+  void handover_point(int64_t steps_done, const std::function<std::string()>& save);
+  // Ranks admitted back (rank 0 only knows), with when (now_s()).
+  struct Joined {
+    int rank = 0;
+    double admitted_s = 0;
+  };
+  const std::vector<Joined>& joined() const { return joined_; }
+  // A joining rank: its heartbeat, once it is out of the group.
+  void watch_with(std::shared_ptr<Heartbeat> heartbeat) { job_.heartbeat = std::move(heartbeat); }
+  struct Admission {
+    int epoch = 0;
+    std::vector<int> members;
+    int64_t steps_done = 0;
+    double lost_at_s = 0;           // when rank 0 noticed the loss (this clock, now rank 0's)
+    std::string state;              // the policy's archive
+    double download_start_s = 0, download_end_s = 0;
+  };
+  // A joining rank: posts its request and waits for admission; its clock is set to rank 0's. Empty
+  // if the job ended first.
+  std::optional<Admission> await_admission();
+  // A joining rank: goes into the group of its admission.
+  void enter(const Admission& admission) { open_epoch(admission.epoch, admission.members); }
+
  private:
   struct Flight;
   std::shared_ptr<Flight> start(std::vector<c10::intrusive_ptr<c10d::Work>> works);
@@ -99,6 +145,7 @@ class C10dTransport : public Transport {
   int64_t next_seq_ = 0;                            // collectives started in this epoch
   int64_t fail_next_ = 0;                           // calls that still belong to the previous epoch
   std::vector<Loss> lost_;
+  std::vector<Joined> joined_;
 };
 
 }  // namespace locosim

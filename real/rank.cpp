@@ -3,15 +3,18 @@
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/serialize.h>
 #include <torch/utils.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <optional>
+#include <sstream>
 #include <thread>
 #include <type_traits>
 
@@ -69,10 +72,16 @@ static_assert(std::is_trivially_copyable_v<WorkTally>, "tallies travel as bytes"
 // Each rank but 0 streams its rows to the store as it goes (at most every 250 ms, and at the end):
 // rank 0 then has the rows of a rank lost mid-run up to where it died. Chunk i is "rows/<r>/<i>":
 // [metric count, event count, the tally at that point, the new metric rows, the new event rows];
-// "rows/<r>/chunks" says how many are complete.
+// "rows/<r>/chunks" says how many are complete. A rank restarted mid-run (a second life) goes on
+// after its first life's chunks; each chunk says which life it is from ("rows/<r>/lives" counts them).
 class RowStream {
  public:
-  RowStream(c10::intrusive_ptr<c10d::Store> store, int rank) : store_(std::move(store)), rank_(rank) {}
+  RowStream(c10::intrusive_ptr<c10d::Store> store, int rank) : store_(std::move(store)), rank_(rank) {
+    if (rank_ == 0) return;
+    const std::string prefix = "rows/" + std::to_string(rank_) + "/";
+    life_ = store_->add(prefix + "lives", 1) - 1;
+    if (store_->check({prefix + "chunks"})) chunks_ = from_bytes<int64_t>(store_->get(prefix + "chunks")).at(0);
+  }
 
   void maybe_flush(const Recorder& recorder, const WorkTally& tally) {
     if (std::chrono::steady_clock::now() - last_ >= std::chrono::milliseconds(250)) flush(recorder, tally);
@@ -82,7 +91,7 @@ class RowStream {
     const std::vector<MetricRow> metrics(recorder.metrics().begin() + metrics_sent_, recorder.metrics().end());
     const std::vector<EventRow> events(recorder.events().begin() + events_sent_, recorder.events().end());
     std::vector<uint8_t> blob = to_bytes(std::vector<int64_t>{static_cast<int64_t>(metrics.size()),
-                                                              static_cast<int64_t>(events.size())});
+                                                              static_cast<int64_t>(events.size()), life_});
     for (auto part : {to_bytes(std::vector<WorkTally>{tally}), to_bytes(metrics), to_bytes(events)}) {
       blob.insert(blob.end(), part.begin(), part.end());
     }
@@ -98,30 +107,34 @@ class RowStream {
   c10::intrusive_ptr<c10d::Store> store_;
   int rank_;
   int64_t chunks_ = 0;
+  int64_t life_ = 0;
   size_t metrics_sent_ = 0, events_sent_ = 0;
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
-// What rank `rank` streamed (RowStream): its rows into `merged`; its last tally, if it sent any.
-std::optional<WorkTally> read_rows(c10d::Store& store, int rank, Recorder& merged) {
+// What rank `rank` streamed (RowStream): its rows into `merged`; the last tally of each of its
+// lives (index: life), for those that sent any.
+std::vector<std::optional<WorkTally>> read_rows(c10d::Store& store, int rank, Recorder& merged) {
   const std::string prefix = "rows/" + std::to_string(rank) + "/";
-  if (!store.check({prefix + "chunks"})) return std::nullopt;
+  std::vector<std::optional<WorkTally>> tallies;
+  if (!store.check({prefix + "chunks"})) return tallies;
   const int64_t chunks = from_bytes<int64_t>(store.get(prefix + "chunks")).at(0);
-  std::optional<WorkTally> tally;
   for (int64_t i = 0; i < chunks; ++i) {
     const std::vector<uint8_t> blob = store.get(prefix + std::to_string(i));
-    const auto counts = from_bytes<int64_t>(std::vector<uint8_t>(blob.begin(), blob.begin() + 2 * sizeof(int64_t)));
-    auto at = blob.begin() + 2 * sizeof(int64_t);
+    const auto counts = from_bytes<int64_t>(std::vector<uint8_t>(blob.begin(), blob.begin() + 3 * sizeof(int64_t)));
+    auto at = blob.begin() + 3 * sizeof(int64_t);
     auto take = [&](size_t bytes) {
       std::vector<uint8_t> part(at, at + static_cast<std::ptrdiff_t>(bytes));
       at += static_cast<std::ptrdiff_t>(bytes);
       return part;
     };
-    tally = from_bytes<WorkTally>(take(sizeof(WorkTally))).at(0);
+    const auto life = static_cast<size_t>(counts[2]);
+    if (tallies.size() <= life) tallies.resize(life + 1);
+    tallies[life] = from_bytes<WorkTally>(take(sizeof(WorkTally))).at(0);
     for (const auto& row : from_bytes<MetricRow>(take(counts[0] * sizeof(MetricRow)))) merged.metric(row);
     for (const auto& row : from_bytes<EventRow>(take(counts[1] * sizeof(EventRow)))) merged.event(row);
   }
-  return tally;
+  return tallies;
 }
 
 // Waits (rank 0) until every rank in `ranks` has set "<prefix><rank>" or fallen silent; returns
@@ -158,6 +171,7 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const RankEnv& env) {
 // What became of the group: the ranks lost and the work the run kept and threw away.
 struct Outcome {
   int workers_lost = 0;
+  int workers_joined = 0;
   int64_t useful_tokens = 0;
   double compute_wasted_s = 0;
 };
@@ -190,6 +204,7 @@ void write_run_folder(const Scenario& scenario, const PolicySpec& policy, const 
   write_trace_json(merged, names, &links, (temp / "trace.json").string());
   RunSummary summary = summarize(merged, scenario.world_size(), scenario.train.target_loss);
   summary.workers_lost = outcome.workers_lost;
+  summary.workers_joined = outcome.workers_joined;
   summary.useful_tokens = outcome.useful_tokens;
   summary.compute_wasted_s = outcome.compute_wasted_s;
   set_goodput(summary);
@@ -235,16 +250,24 @@ void run_rank(const Scenario& scenario, const PolicySpec& policy, const RankEnv&
   store_options.numWorkers = env.world_size;
   store_options.timeout = timeout;
   auto store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
-  auto heartbeat = std::make_shared<Heartbeat>(env.master_addr, static_cast<uint16_t>(env.master_port), env.rank,
-                                               env.world_size, timeout);
+  // A rank started while the job runs (rank 0 formed the group already) was restarted: it rejoins.
+  const bool rejoin = env.rank != 0 && job_in_progress(*store);
+  std::shared_ptr<Heartbeat> heartbeat;
+  auto start_heartbeat = [&] {
+    heartbeat = std::make_shared<Heartbeat>(env.master_addr, static_cast<uint16_t>(env.master_port), env.rank,
+                                            env.world_size, timeout);
+  };
+  // A joiner beats only once it is out of the group: beating earlier, it would not look lost.
+  if (!rejoin) start_heartbeat();
 
   torch::set_num_threads(scenario.threads);
   Corpus corpus = Corpus::from_file(scenario.data.path, scenario.data.eval_fraction);
   torch::manual_seed(scenario.seed);
   TinyLlama model(scenario.model);  // the same initial weights on every rank (and as the simulator)
   Recorder recorder;
-  C10dTransport transport(C10dJob{store, env.rank, env.world_size, gloo_device(env), timeout, heartbeat, watch},
-                          options.reduce, recorder);
+  C10dJob job{store, env.rank, env.world_size, gloo_device(env), timeout, heartbeat, watch};
+  job.joining = rejoin;
+  C10dTransport transport(std::move(job), options.reduce, recorder);
   PolicyContext ctx{model->parameters(), &transport, scenario.train.optimizer, scenario.train.steps,
                     wire_scale(scenario, *model)};
   std::unique_ptr<Policy> policy_impl = make_policy(policy, std::move(ctx));
@@ -252,11 +275,49 @@ void run_rank(const Scenario& scenario, const PolicySpec& policy, const RankEnv&
               scenario.seed);
   TrainLoop loop(model, std::move(shard), corpus, *policy_impl, transport, scenario.train,
                  flops_per_step(scenario, *model), recorder);
+  loop.on_handover_point = [&](int64_t steps_done) {
+    transport.handover_point(steps_done, [&] {
+      torch::serialize::OutputArchive archive;
+      policy_impl->save(archive);
+      std::ostringstream out;
+      archive.save_to(out);
+      return out.str();
+    });
+  };
+  int64_t first_step = 0;
+  if (rejoin) {
+    if (!policy_impl->handover_ready()) {
+      std::fprintf(stderr, "locosim-real: rank %d: the job is under way and policy '%s' does not take workers back "
+                   "(it never hands its state over); exiting\n", env.rank, policy.label.c_str());
+      return;
+    }
+    std::fprintf(stderr, "locosim-real: rank %d: the job is under way; rejoining at the group's next handover point\n",
+                 env.rank);
+    std::optional<C10dTransport::Admission> admission;
+    if (wait_until_out(*store, env.rank)) {
+      start_heartbeat();
+      transport.watch_with(heartbeat);
+      admission = transport.await_admission();
+    }
+    if (!admission) {
+      std::fprintf(stderr, "locosim-real: rank %d: the job ended before the group took it back\n", env.rank);
+      return;
+    }
+    std::istringstream in(admission->state);
+    torch::serialize::InputArchive archive;
+    archive.load_from(in);
+    policy_impl->load(archive);
+    recorder.event({env.rank, EventKind::join, admission->download_start_s, admission->download_end_s,
+                    static_cast<double>(admission->state.size()) * wire_scale(scenario, *model), 0});
+    transport.enter(*admission);
+    recorder.event({env.rank, EventKind::away, admission->lost_at_s, transport.now_s(), 0, -1});
+    first_step = admission->steps_done;
+  }
   RowStream rows(store, env.rank);
   if (env.rank != 0) recorder.on_metric = [&](const MetricRow&) { rows.maybe_flush(recorder, loop.tally()); };
 
   try {
-    loop.run();
+    loop.run(first_step);
   } catch (const std::exception& e) {
     const int64_t step = recorder.metrics().empty() ? 1 : recorder.metrics().back().step + 1;
     std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // for the heartbeats to tell
@@ -285,33 +346,43 @@ void run_rank(const Scenario& scenario, const PolicySpec& policy, const RankEnv&
     others.erase(std::find(others.begin(), others.end(), r));
   }
   Recorder merged;
-  std::vector<std::optional<WorkTally>> tallies(env.world_size);
+  // Per rank, the last tally of each of its lives (a rank restarted mid-run has two or more).
+  std::vector<std::vector<std::optional<WorkTally>>> tallies(env.world_size);
   for (int r = 0; r < env.world_size; ++r) {
     if (r == 0) {
       for (const auto& row : recorder.metrics()) merged.metric(row);
       for (const auto& row : recorder.events()) merged.event(row);
-      tallies[0] = loop.tally();
+      tallies[0] = {loop.tally()};
     } else {
       tallies[r] = read_rows(*store, r, merged);
     }
   }
   Outcome outcome;
   outcome.workers_lost = static_cast<int>(lost.size());
-  for (const auto& tally : tallies) {
-    if (!tally) continue;
-    outcome.useful_tokens += tally->tokens_committed;
-    outcome.compute_wasted_s += tally->compute_wasted_s;
+  outcome.workers_joined = static_cast<int>(transport.joined().size());
+  for (const auto& lives : tallies) {
+    for (const auto& tally : lives) {
+      if (!tally) continue;
+      outcome.useful_tokens += tally->tokens_committed;
+      outcome.compute_wasted_s += tally->compute_wasted_s;
+    }
   }
   double end_s = transport.now_s();
   for (const auto& row : merged.metrics()) end_s = std::max(end_s, row.time_s);
+  std::vector<size_t> losses_of(env.world_size, 0);
   for (const auto& loss : lost) {
     // The work since its last committed sync went with it (as far as its last rows tell: what it
-    // did after them is not known), and it was away from when the survivors noticed to the end.
-    if (const auto& tally = tallies[loss.rank]) {
-      outcome.compute_wasted_s += tally->compute_pending_s;
-      merged.event({loss.rank, EventKind::discard, std::min(tally->pending_since_s, loss.noticed_s), loss.noticed_s, 0, -1});
+    // did after them is not known), and it was away from when the survivors noticed to the end —
+    // or until it was taken back (then the joiner recorded the away itself).
+    const size_t life = losses_of[loss.rank]++;
+    if (life < tallies[loss.rank].size() && tallies[loss.rank][life]) {
+      const WorkTally& tally = *tallies[loss.rank][life];
+      outcome.compute_wasted_s += tally.compute_pending_s;
+      merged.event({loss.rank, EventKind::discard, std::min(tally.pending_since_s, loss.noticed_s), loss.noticed_s, 0, -1});
     }
-    merged.event({loss.rank, EventKind::away, loss.noticed_s, end_s, 0, -1});
+    bool came_back = false;
+    for (const auto& j : transport.joined()) came_back |= j.rank == loss.rank && j.admitted_s >= loss.noticed_s;
+    if (!came_back) merged.event({loss.rank, EventKind::away, loss.noticed_s, end_s, 0, -1});
   }
   write_run_folder(scenario, policy, merged, params_fingerprint(model->parameters()), outcome, options);
   // The store lives in rank 0: it stays until every rank left has seen that the folder is written.

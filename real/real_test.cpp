@@ -1,6 +1,6 @@
 // The real backend against the simulator: same losses and final parameters for every policy,
 // the same run-folder format; a rank killed mid-run is left behind and the others finish, except
-// rank 0 (the store's host), whose loss fails the run clearly.
+// rank 0 (the store's host), whose loss fails the run clearly; a killed rank started again rejoins.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -240,5 +240,146 @@ TEST_CASE("real: a killed rank 0 (the store's host) makes the others exit non-ze
   CHECK(r.err.find("lost rank 0") != std::string::npos);
   CHECK(r.took_s < timeout_s + 5);
   CHECK_FALSE(fs::exists(dir + "/runs-real/small/ddp"));
+  fs::remove_all(dir);
+}
+
+// The NUL-separated strings of /proc/<pid>/<what> (cmdline, environ).
+static std::vector<std::string> proc_strings(pid_t pid, const std::string& what) {
+  const std::string text = read_file("/proc/" + std::to_string(pid) + "/" + what);
+  std::vector<std::string> out;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = text.find('\0', at);
+    out.push_back(text.substr(at, end == std::string::npos ? std::string::npos : end - at));
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return out;
+}
+
+// The final eval loss of `worker` (its last row with an eval_loss) in metrics.csv.
+static double final_eval_loss(const std::string& metrics_csv, int worker) {
+  std::istringstream in(metrics_csv);
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> header;
+  {
+    std::istringstream h(line);
+    for (std::string c; std::getline(h, c, ',');) header.push_back(c);
+  }
+  const size_t eval = std::find(header.begin(), header.end(), "eval_loss") - header.begin();
+  double loss = NAN;
+  while (std::getline(in, line)) {
+    std::vector<std::string> fields;
+    std::istringstream f(line);
+    for (std::string c; std::getline(f, c, ',');) fields.push_back(c);
+    if (fields.size() > eval && std::stoi(fields[1]) == worker && !fields[eval].empty()) loss = std::stod(fields[eval]);
+  }
+  return loss;
+}
+
+TEST_CASE("real: a killed rank that is restarted rejoins the group") {
+  const std::string dir = scratch_dir("rejoin");
+  write_corpus(dir + "/corpus.txt", 20000);
+  const int steps = 400;
+  std::string yaml = four_ranks_yaml(steps);
+  yaml = replaced(yaml, "{name: diloco, inner_steps: 4", "{name: diloco, inner_steps: 2");
+  write_file(dir + "/rejoin.yaml", yaml);
+  pid_t launcher = fork();
+  REQUIRE(launcher >= 0);
+  if (launcher == 0) {
+    std::string command = "cd '" + dir + "' && exec '" + std::string(std::getenv("LOCOSIM_BIN")) +
+                          "/locosim-real' rejoin.yaml -p diloco --spawn 4 --timeout 60 >out.txt 2>err.txt";
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    std::_Exit(127);
+  }
+  pid_t pid = -1;
+  for (int i = 0; i < 600 && pid < 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (const auto& p : fs::directory_iterator("/proc")) {
+      std::string cmdline = read_file(p.path().string() + "/cmdline");
+      std::string env = read_file(p.path().string() + "/environ");
+      if (cmdline.find("rejoin.yaml") != std::string::npos && env.find("RANK=1" + std::string(1, '\0')) != std::string::npos &&
+          env.find("LOCAL_RANK=1") != std::string::npos) {
+        pid = std::stoi(p.path().filename().string());
+      }
+    }
+  }
+  if (pid < 0) kill(launcher, SIGTERM);
+  REQUIRE(pid > 0);
+  // Rank 1 as the launcher started it: its arguments and environment, for the restart.
+  std::vector<std::string> argv = proc_strings(pid, "cmdline"), envp = proc_strings(pid, "environ");
+  REQUIRE(!argv.empty());
+  argv[0] = std::string(std::getenv("LOCOSIM_BIN")) + "/locosim-real";
+  for (int i = 0; i < 1200 && cpu_seconds(pid) < 2.0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  kill(pid, SIGKILL);
+  pid_t again = fork();
+  REQUIRE(again >= 0);
+  if (again == 0) {
+    if (chdir(dir.c_str()) != 0) std::_Exit(127);
+    if (!freopen("rejoin-err.txt", "w", stderr) || !freopen("rejoin-out.txt", "w", stdout)) std::_Exit(127);
+    std::vector<char*> a, e;
+    for (auto& s : argv) a.push_back(s.data());
+    for (auto& s : envp) e.push_back(s.data());
+    a.push_back(nullptr);
+    e.push_back(nullptr);
+    execve(a[0], a.data(), e.data());
+    std::_Exit(127);
+  }
+  int status = 0, again_status = 0;
+  waitpid(launcher, &status, 0);
+  waitpid(again, &again_status, 0);
+  const std::string err = read_file(dir + "/err.txt"), again_err = read_file(dir + "/rejoin-err.txt");
+  CAPTURE(err);
+  CAPTURE(again_err);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(WIFEXITED(again_status));
+  CHECK(WEXITSTATUS(again_status) == 0);
+  const std::string run = dir + "/runs-real/small/diloco";
+  REQUIRE(fs::exists(run + "/metrics.csv"));
+  const std::string metrics = read_file(run + "/metrics.csv");
+  // Rank 1's steps: its first life's from 1, then from where it went back in to the last.
+  std::vector<int64_t> steps_1;
+  {
+    std::istringstream in(metrics);
+    std::string line;
+    std::getline(in, line);
+    while (std::getline(in, line)) {
+      std::istringstream f(line);
+      std::string time, worker, step;
+      std::getline(f, time, ',');
+      std::getline(f, worker, ',');
+      std::getline(f, step, ',');
+      if (worker == "1") steps_1.push_back(std::stoll(step));
+    }
+  }
+  std::sort(steps_1.begin(), steps_1.end());
+  REQUIRE(!steps_1.empty());
+  CHECK(steps_1.front() == 1);
+  CHECK(steps_1.back() == steps);
+  size_t gaps = 0;
+  for (size_t i = 1; i < steps_1.size(); ++i) gaps += steps_1[i] > steps_1[i - 1] + 1;
+  CHECK(gaps == 1);  // the steps it was away for
+  for (int rank : {0, 2, 3}) CHECK(last_steps(metrics).at(rank) == steps);
+  const std::string events = read_file(run + "/events.csv");
+  CHECK(events.find("\n1,away,") != std::string::npos);
+  size_t join = events.find("\n1,join,");
+  REQUIRE(join != std::string::npos);
+  {
+    std::istringstream f(events.substr(join + 1, events.find('\n', join + 1) - join - 1));
+    std::vector<std::string> fields;
+    for (std::string c; std::getline(f, c, ',');) fields.push_back(c);
+    const std::string header = events.substr(0, events.find('\n'));
+    std::vector<std::string> names;
+    std::istringstream h(header);
+    for (std::string c; std::getline(h, c, ',');) names.push_back(c);
+    const size_t bytes = std::find(names.begin(), names.end(), "bytes") - names.begin();
+    REQUIRE(bytes < fields.size());
+    CHECK(std::stod(fields[bytes]) > 0);
+  }
+  const RunSummary summary = read_summary_json(run + "/summary.json");
+  CHECK(summary.workers_lost == 1);
+  CHECK(summary.workers_joined == 1);
+  CHECK(final_eval_loss(metrics, 1) == final_eval_loss(metrics, 0));
   fs::remove_all(dir);
 }
