@@ -2,11 +2,12 @@
 // the group re-formed among the survivors when a member is lost (see the header for the protocol).
 #include "real/c10d_transport.hpp"
 
+#include "real/store_format.hpp"
+
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/utils.h>
 
 #include <algorithm>
-#include <cstring>
 #include <stdexcept>
 #include <thread>
 
@@ -44,18 +45,6 @@ torch::Dtype wire_dtype(WireFormat format) {
   }
 }
 
-std::vector<uint8_t> encode(const std::vector<int64_t>& v) {
-  std::vector<uint8_t> out(v.size() * sizeof(int64_t));
-  if (!v.empty()) std::memcpy(out.data(), v.data(), out.size());
-  return out;
-}
-
-std::vector<int64_t> decode(const std::vector<uint8_t>& bytes) {
-  std::vector<int64_t> v(bytes.size() / sizeof(int64_t));
-  if (!v.empty()) std::memcpy(v.data(), bytes.data(), v.size() * sizeof(int64_t));
-  return v;
-}
-
 // An exception's message, without the backtrace c10 appends to its own.
 std::string message(const std::exception& e, size_t limit) {
   const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
@@ -68,10 +57,8 @@ std::string rank_list(const std::vector<int>& ranks) {
   return out;
 }
 
-// The store's keys of epoch `epoch`'s membership protocol (Gloo's own are under "epoch-<n>/").
-std::string key(int epoch, const std::string& what) { return "group/" + std::to_string(epoch) + "/" + what; }
 std::string ok_key(int epoch, int64_t seq, int rank) {
-  return key(epoch, "ok/" + std::to_string(seq) + "/" + std::to_string(rank));
+  return group_key(epoch, "ok/" + std::to_string(seq) + "/" + std::to_string(rank));
 }
 
 // The re-form failed for a reason of its own (not the store's): this rank was left out of the new
@@ -81,25 +68,7 @@ struct GroupError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-std::string rank_key(const std::string& what, int rank) { return "join/" + std::to_string(rank) + "/" + what; }
-int64_t micros(double s) { return static_cast<int64_t>(s * 1e6); }
-double seconds(int64_t us) { return static_cast<double>(us) / 1e6; }
-
 }  // namespace
-
-bool job_in_progress(c10d::Store& store) { return store.check({"job/started"}); }
-bool job_over(c10d::Store& store) { return store.check({"written"}); }
-
-bool wait_until_out(c10d::Store& store, int rank) {
-  while (true) {
-    if (job_over(store)) return false;
-    if (store.check({"group/current"})) {
-      const auto current = decode(store.get("group/current"));
-      if (std::find(current.begin() + 1, current.end(), rank) == current.end()) return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-}
 
 // A collective in flight: the epoch it started in and its number there.
 struct C10dTransport::Flight {
@@ -155,7 +124,7 @@ void C10dTransport::open_epoch(int epoch, std::vector<int> members) {
   if (job_.rank == 0) {
     std::vector<int64_t> current = {epoch_};
     current.insert(current.end(), members_.begin(), members_.end());
-    job_.store->set("group/current", encode(current));
+    job_.store->set("group/current", to_bytes<int64_t>(current));
     if (epoch_ == 0) job_.store->set("job/started", {1});
   }
 }
@@ -179,7 +148,7 @@ std::shared_ptr<C10dTransport::Flight> C10dTransport::skipped() {
   return f;
 }
 
-bool C10dTransport::epoch_flagged(int epoch) { return job_.store->check({key(epoch, "reform")}); }
+bool C10dTransport::epoch_flagged(int epoch) { return job_.store->check({group_key(epoch, "reform")}); }
 
 bool C10dTransport::member_silent() const {
   if (!job_.heartbeat) return false;
@@ -227,12 +196,12 @@ bool C10dTransport::wait_works(const Flight& f) {
       } catch (...) {
         if (work->isCompleted()) {  // not the poll's timeout: completed since, or Gloo's own failure
           if (work->isSuccess()) break;
-          job_.store->set(key(f.epoch, "reform"), {1});
+          job_.store->set(group_key(f.epoch, "reform"), {1});
           return false;
         }
       }
       if (epoch_flagged(f.epoch) || member_silent()) {
-        job_.store->set(key(f.epoch, "reform"), {1});
+        job_.store->set(group_key(f.epoch, "reform"), {1});
         return false;
       }
     }
@@ -259,7 +228,7 @@ C10dTransport::Barrier C10dTransport::barrier(const Flight& f) {
     if (Clock::now() >= next_look) {
       if (epoch_flagged(f.epoch) || member_silent()) {
         if (job_.store->check(all)) return committed();  // complete before the flag: committed
-        job_.store->set(key(f.epoch, "reform"), {1});
+        job_.store->set(group_key(f.epoch, "reform"), {1});
         return Barrier::failed;
       }
       next_look = Clock::now() + kPoll;
@@ -275,8 +244,8 @@ bool C10dTransport::reform(int64_t seq) {
   const int epoch = epoch_;
   const double noticed_s = now_s();
   auto& store = *job_.store;
-  store.set(key(epoch, "reform"), {1});
-  store.set(key(epoch, "ready/" + std::to_string(job_.rank)), encode({seq, next_seq_}));
+  store.set(group_key(epoch, "reform"), {1});
+  store.set(group_key(epoch, "ready/" + std::to_string(job_.rank)), to_bytes<int64_t>({seq, next_seq_}));
   std::vector<int64_t> next;
   if (job_.rank == 0) {
     // Wait until every member has entered the re-form or fallen silent: the silent are lost; a
@@ -288,7 +257,7 @@ bool C10dTransport::reform(int64_t seq) {
       bool settled = true;
       for (int r : members_) {
         if (ready[r]) continue;
-        if (store.check({key(epoch, "ready/" + std::to_string(r))})) {
+        if (store.check({group_key(epoch, "ready/" + std::to_string(r))})) {
           ready[r] = true;
         } else if (!job_.heartbeat || !job_.heartbeat->silent(r, job_.watch)) {
           settled = false;
@@ -302,7 +271,7 @@ bool C10dTransport::reform(int64_t seq) {
     for (int r : members_) {
       if (!ready[r]) continue;
       survivors.push_back(r);
-      const auto at = decode(store.get(key(epoch, "ready/" + std::to_string(r))));
+      const auto at = from_bytes<int64_t>(store.get(group_key(epoch, "ready/" + std::to_string(r))));
       low = std::min(low, at.at(0));
       high = std::max(high, at.at(0));
       started = std::max(started, at.at(1));
@@ -319,16 +288,16 @@ bool C10dTransport::reform(int64_t seq) {
       next.push_back(store.check(all) ? 1 : 0);
     }
     next.push_back(started);
-    store.set(key(epoch, "next"), encode(next));
+    store.set(group_key(epoch, "next"), to_bytes<int64_t>(next));
   } else {
     const auto deadline = Clock::now() + 2 * job_.timeout + job_.watch;
-    while (!store.check({key(epoch, "next")})) {
+    while (!store.check({group_key(epoch, "next")})) {
       if (Clock::now() > deadline) {
         throw GroupError("rank 0 did not re-form the group (epoch " + std::to_string(epoch + 1) + ") in time");
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    next = decode(store.get(key(epoch, "next")));
+    next = from_bytes<int64_t>(store.get(group_key(epoch, "next")));
   }
   size_t i = 0;
   const int64_t n = next.at(i++);
@@ -353,72 +322,6 @@ bool C10dTransport::reform(int64_t seq) {
   fail_next_ = started - next_seq_;
   open_epoch(epoch + 1, std::move(survivors));
   return committed;
-}
-
-void C10dTransport::handover_point(int64_t steps_done, const std::function<std::string()>& save) {
-  auto& store = *job_.store;
-  const std::string admit = key(epoch_, "admit");
-  if (store.check({admit})) {
-    const auto decided = decode(store.get(admit));
-    // Decided at rank 0's handover point after collective D - 1: the re-form is at the next one.
-    if (next_seq_ <= decided.at(0)) return;
-    std::vector<int> joiners(decided.begin() + 1, decided.end());
-    std::vector<int> next = members_;
-    next.insert(next.end(), joiners.begin(), joiners.end());
-    std::sort(next.begin(), next.end());
-    next.erase(std::unique(next.begin(), next.end()), next.end());
-    const int epoch = epoch_ + 1;
-    if (job_.rank == 0) {
-      const std::string state = save();
-      for (int j : joiners) {
-        double lost_at = 0;
-        for (const auto& loss : lost_) {
-          if (loss.rank == j) lost_at = loss.noticed_s;
-        }
-        const double now = now_s();
-        std::vector<int64_t> meta = {epoch, steps_done, micros(now), micros(lost_at)};
-        meta.insert(meta.end(), next.begin(), next.end());
-        store.set(rank_key("state", j), std::vector<uint8_t>(state.begin(), state.end()));
-        store.set(rank_key("admit", j), encode(meta));
-        store.deleteKey("join/request/" + std::to_string(j));
-        joined_.push_back({j, now});
-      }
-    }
-    open_epoch(epoch, std::move(next));
-    return;
-  }
-  if (job_.rank != 0) return;
-  std::vector<int64_t> decision = {next_seq_};
-  for (int r = 1; r < job_.world_size; ++r) {
-    if (std::find(members_.begin(), members_.end(), r) != members_.end()) continue;
-    if (store.check({"join/request/" + std::to_string(r)})) decision.push_back(r);
-  }
-  if (decision.size() > 1) store.set(admit, encode(decision));
-}
-
-std::optional<C10dTransport::Admission> C10dTransport::await_admission() {
-  auto& store = *job_.store;
-  const int me = job_.rank;
-  store.deleteKey(rank_key("admit", me));  // an earlier life's
-  store.set("join/request/" + std::to_string(me), {1});
-  while (!store.check({rank_key("admit", me)})) {
-    if (job_over(store)) return std::nullopt;
-    std::this_thread::sleep_for(kPoll);
-  }
-  const auto meta = decode(store.get(rank_key("admit", me)));
-  // This rank's clock from now on is rank 0's (its rows merge with the group's).
-  start_ = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::microseconds(meta.at(2)));
-  Admission a;
-  a.epoch = static_cast<int>(meta.at(0));
-  a.steps_done = meta.at(1);
-  a.lost_at_s = seconds(meta.at(3));
-  for (size_t i = 4; i < meta.size(); ++i) a.members.push_back(static_cast<int>(meta[i]));
-  a.download_start_s = now_s();
-  const std::vector<uint8_t> state = store.get(rank_key("state", me));
-  a.download_end_s = now_s();
-  store.deleteKey(rank_key("state", me));
-  a.state.assign(state.begin(), state.end());
-  return a;
 }
 
 Pending C10dTransport::all_reduce_mean(std::vector<torch::Tensor>& xs, Wire w) {

@@ -1,24 +1,9 @@
 // Heartbeat: a counter per rank in the store, bumped and watched by a thread on its own connection.
 #include "real/heartbeat.hpp"
 
-#include <cstring>
+#include "real/store_format.hpp"
 
 namespace locosim {
-namespace {
-
-std::vector<uint8_t> int_bytes(int64_t v) {
-  std::vector<uint8_t> out(sizeof v);
-  std::memcpy(out.data(), &v, sizeof v);
-  return out;
-}
-
-int64_t bytes_int(const std::vector<uint8_t>& bytes) {
-  int64_t v = 0;
-  if (bytes.size() == sizeof v) std::memcpy(&v, bytes.data(), sizeof v);
-  return v;
-}
-
-}  // namespace
 
 Heartbeat::Heartbeat(const std::string& host, uint16_t port, int rank, int world_size,
                      std::chrono::milliseconds timeout)
@@ -53,14 +38,15 @@ Heartbeat::~Heartbeat() {
 }
 
 void Heartbeat::sweep(int64_t beat) {
-  store_->set("beat/" + std::to_string(rank_), int_bytes(beat));
+  store_->set("beat/" + std::to_string(rank_), to_bytes(std::vector<int64_t>{beat}));
   std::vector<int64_t> beats(world_size_, -1);
   for (int r = 0; r < world_size_; ++r) {
     const std::string key = "beat/" + std::to_string(r);
     if (r == rank_) {
       beats[r] = beat;
     } else if (seen_[r] || store_->check({key})) {  // get() would block on a key not set yet
-      beats[r] = bytes_int(store_->get(key));
+      const auto value = from_bytes<int64_t>(store_->get(key));
+      beats[r] = value.size() == 1 ? value[0] : 0;
       seen_[r] = true;
     }
   }

@@ -21,6 +21,7 @@
 #include "algorithms/train_loop.hpp"
 #include "real/heartbeat.hpp"
 
+#include "real/store_format.hpp"
 #include "report/link_report.hpp"
 #include "report/output_file.hpp"
 #include "report/recorder_csv.hpp"
@@ -52,21 +53,8 @@ int int_env(const char* name, int lo, int hi, std::optional<int> fallback) {
   return static_cast<int>(v);
 }
 
-// Rows travel to rank 0 through the store as raw bytes (the row structs are plain data).
-template <class Row>
-std::vector<uint8_t> to_bytes(const std::vector<Row>& rows) {
-  std::vector<uint8_t> bytes(rows.size() * sizeof(Row));
-  if (!rows.empty()) std::memcpy(bytes.data(), rows.data(), bytes.size());
-  return bytes;
-}
-
-template <class Row>
-std::vector<Row> from_bytes(const std::vector<uint8_t>& bytes) {
-  std::vector<Row> rows(bytes.size() / sizeof(Row));
-  if (!rows.empty()) std::memcpy(rows.data(), bytes.data(), rows.size() * sizeof(Row));
-  return rows;
-}
-
+// Rows travel to rank 0 through the store as raw bytes (real/store_format.hpp: the row structs are
+// plain data).
 static_assert(std::is_trivially_copyable_v<WorkTally>, "tallies travel as bytes");
 
 // Each rank but 0 streams its rows to the store as it goes (at most every 250 ms, and at the end):

@@ -130,6 +130,31 @@ static std::string four_ranks_yaml(int steps) {
   return yaml + "  - {name: fedavg, inner_steps: 4}\n";
 }
 
+// The process running `yaml` as rank `rank` (RANK and LOCAL_RANK in its environment), once it has
+// appeared (60 s at most); -1 if it never does.
+static pid_t find_rank(const std::string& yaml, int rank) {
+  const std::string rank_var = "RANK=" + std::to_string(rank) + std::string(1, '\0');
+  const std::string local_var = "LOCAL_RANK=" + std::to_string(rank);
+  for (int i = 0; i < 600; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (const auto& p : fs::directory_iterator("/proc")) {
+      std::string cmdline = read_file(p.path().string() + "/cmdline");
+      std::string env = read_file(p.path().string() + "/environ");
+      if (cmdline.find(yaml) != std::string::npos && env.find(rank_var) != std::string::npos &&
+          env.find(local_var) != std::string::npos) {
+        return std::stoi(p.path().filename().string());
+      }
+    }
+  }
+  return -1;
+}
+
+// SIGKILL once the process has used 2 s of CPU (it is training, past the rendezvous), or after 2 min.
+static void kill_once_training(pid_t pid) {
+  for (int i = 0; i < 1200 && cpu_seconds(pid) < 2.0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  kill(pid, SIGKILL);
+}
+
 // Runs `locosim-real <yaml> -p <policy> --spawn 4` in `dir` (stdout and stderr to out.txt and
 // err.txt), kills rank `victim` once it has used 2 s of CPU (training, not starting: a rank waiting
 // in the rendezvous sleeps, and on a loaded machine a fixed pause could end before it), and returns
@@ -151,24 +176,10 @@ static KillResult spawn_and_kill(const std::string& dir, const std::string& yaml
     execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
     std::_Exit(127);
   }
-  const std::string rank_var = "RANK=" + std::to_string(victim) + std::string(1, '\0');
-  const std::string local_var = "LOCAL_RANK=" + std::to_string(victim);
-  pid_t pid = -1;
-  for (int i = 0; i < 600 && pid < 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    for (const auto& p : fs::directory_iterator("/proc")) {
-      std::string cmdline = read_file(p.path().string() + "/cmdline");
-      std::string env = read_file(p.path().string() + "/environ");
-      if (cmdline.find(yaml) != std::string::npos && env.find(rank_var) != std::string::npos &&
-          env.find(local_var) != std::string::npos) {
-        pid = std::stoi(p.path().filename().string());
-      }
-    }
-  }
+  const pid_t pid = find_rank(yaml, victim);
   if (pid < 0) kill(launcher, SIGTERM);
   REQUIRE(pid > 0);
-  for (int i = 0; i < 1200 && cpu_seconds(pid) < 2.0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  kill(pid, SIGKILL);
+  kill_once_training(pid);
   const auto killed_at = std::chrono::steady_clock::now();
   KillResult r;
   waitpid(launcher, &r.status, 0);
@@ -292,26 +303,14 @@ TEST_CASE("real: a killed rank that is restarted rejoins the group") {
     execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
     std::_Exit(127);
   }
-  pid_t pid = -1;
-  for (int i = 0; i < 600 && pid < 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    for (const auto& p : fs::directory_iterator("/proc")) {
-      std::string cmdline = read_file(p.path().string() + "/cmdline");
-      std::string env = read_file(p.path().string() + "/environ");
-      if (cmdline.find("rejoin.yaml") != std::string::npos && env.find("RANK=1" + std::string(1, '\0')) != std::string::npos &&
-          env.find("LOCAL_RANK=1") != std::string::npos) {
-        pid = std::stoi(p.path().filename().string());
-      }
-    }
-  }
+  const pid_t pid = find_rank("rejoin.yaml", 1);
   if (pid < 0) kill(launcher, SIGTERM);
   REQUIRE(pid > 0);
   // Rank 1 as the launcher started it: its arguments and environment, for the restart.
   std::vector<std::string> argv = proc_strings(pid, "cmdline"), envp = proc_strings(pid, "environ");
   REQUIRE(!argv.empty());
   argv[0] = std::string(std::getenv("LOCOSIM_BIN")) + "/locosim-real";
-  for (int i = 0; i < 1200 && cpu_seconds(pid) < 2.0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  kill(pid, SIGKILL);
+  kill_once_training(pid);
   pid_t again = fork();
   REQUIRE(again >= 0);
   if (again == 0) {
