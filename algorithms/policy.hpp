@@ -39,6 +39,12 @@ class Policy {
   // Called once after the last step, before the final evaluation: completes anything in flight.
   virtual void finish() {}
 
+  // Most policies train every worker for train.steps steps. Those whose workers train different
+  // numbers of steps (DiLoCo with timed rounds, asynchronous DiLoCo) end the run themselves: they
+  // return true from ends_itself(), and the worker stops after the step at which done() turns true.
+  virtual bool ends_itself() const { return false; }
+  virtual bool done() const { return false; }
+
   // Handing the group's state to a worker that joins (or comes back) mid-run. A policy that can
   // returns true from handover_ready(): right after each of its syncs (committed or given up) it has
   // nothing in flight and holds the group's state. save() then writes everything a joiner needs

@@ -19,6 +19,8 @@ struct MetricRow {
   double train_loss = 0;
   double eval_loss = std::numeric_limits<double>::quiet_NaN();  // NaN where not evaluated
   Sync sync = Sync::none;  // what the step's synchronization did, if it ended one
+  bool last = false;       // the worker's last step: it finished the run (workers may train different
+                           // numbers of steps: timed rounds, asynchronous DiLoCo). Not a metrics.csv column.
 };
 
 // compute, send, recv, wait: what a worker does. On a changing world also: away (the worker is out

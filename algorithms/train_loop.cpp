@@ -59,7 +59,7 @@ void TrainLoop::run(int64_t first_step) {
   const int64_t tokens_per_step = cfg_.batch_size * model_->config().seq_len;
   steps_done_ = first_step;
   tally_.pending_since_s = transport_.now_s();
-  for (int64_t step = first_step; step < cfg_.steps; ++step) {
+  for (int64_t step = first_step; !over(step); ++step) {
     Batch batch = shard_.next(static_cast<int>(cfg_.batch_size));
     double train_loss = 0;
     computing_since_s_ = transport_.now_s();
@@ -76,7 +76,7 @@ void TrainLoop::run(int64_t first_step) {
     const Sync sync = policy_.step(step);
     settle(sync, transport_.now_s());
 
-    const bool last = step + 1 == cfg_.steps;
+    const bool last = over(step + 1);
     if (last) {
       policy_.finish();
       settle(Sync::committed, transport_.now_s());  // what is left is in the final model
@@ -87,17 +87,23 @@ void TrainLoop::run(int64_t first_step) {
     row.step = step + 1;
     row.tokens = tally_.tokens_trained;
     row.sync = sync;
+    row.last = last;
     row.train_loss = train_loss;
     if (last || (step + 1) % cfg_.eval_every == 0) {
       row.eval_loss = evaluate(model_, corpus_, cfg_.eval_batches, cfg_.batch_size);
     }
     recorder_.metric(row);
     steps_done_ = step + 1;
+    finished_ = last;
     // After a sync, committed or given up, the members hold the same state: a joiner may take it.
     if (sync != Sync::none && !last && on_handover_point && policy_.handover_ready()) {
       on_handover_point(steps_done_);
     }
   }
+}
+
+bool TrainLoop::over(int64_t steps_done) const {
+  return policy_.ends_itself() ? policy_.done() : steps_done >= cfg_.steps;
 }
 
 void TrainLoop::settle(Sync sync, double now_s) {

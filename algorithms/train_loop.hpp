@@ -48,12 +48,14 @@ class TrainLoop {
   TrainLoop(TinyLlama model, Shard shard, const Corpus& corpus, Policy& policy, Transport& transport,
             const TrainConfig& cfg, double flops_per_step, Recorder& recorder);
 
-  // Runs steps [first_step, train.steps): 0 from the start; a worker that joins mid-run starts where
-  // the group is, after the policy's load().
+  // Runs steps from first_step until the last one: train.steps, or where the policy ends the run
+  // (Policy::ends_itself). 0 from the start; a worker that joins mid-run starts where the group is,
+  // after the policy's load().
   void run(int64_t first_step = 0);
-  // Steps completed so far; equal to the configured steps once run() has returned.
+  // Steps completed so far.
   int64_t steps_done() const { return steps_done_; }
-  bool finished() const { return steps_done_ == cfg_.steps; }
+  // Whether run() completed its last step (a worker lost mid-run has not).
+  bool finished() const { return finished_; }
   const WorkTally& tally() const { return tally_; }
 
   // The worker was lost at `now_s` (its host failed): the work since its last committed sync, the
@@ -66,6 +68,7 @@ class TrainLoop {
 
  private:
   void settle(Sync sync, double now_s);
+  bool over(int64_t steps_done) const;
   TinyLlama model_;
   Shard shard_;
   const Corpus& corpus_;
@@ -75,6 +78,7 @@ class TrainLoop {
   double flops_per_step_;
   Recorder& recorder_;
   int64_t steps_done_ = 0;
+  bool finished_ = false;
   WorkTally tally_;
   double computing_since_s_ = -1;  // >= 0 while a step's compute is being charged
 };

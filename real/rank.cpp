@@ -190,7 +190,9 @@ void write_run_folder(const Scenario& scenario, const PolicySpec& policy, const 
   const LinkReport links = links_from_events(merged, hosts, up_bps, down_bps, scenario.link_bucket_s, end_s);
   write_links_csv(links, (temp / "links.csv").string());
   write_trace_json(merged, names, &links, (temp / "trace.json").string());
-  RunSummary summary = summarize(merged, scenario.world_size(), scenario.train.target_loss);
+  std::vector<std::string> accelerators;  // by rank
+  for (const HostSpec& host : scenario.platform.hosts) accelerators.push_back(host.accelerator);
+  RunSummary summary = summarize(merged, accelerators, scenario.train.target_loss);
   summary.workers_lost = outcome.workers_lost;
   summary.workers_joined = outcome.workers_joined;
   summary.useful_tokens = outcome.useful_tokens;

@@ -14,7 +14,34 @@
 
 namespace locosim {
 
-RunSummary summarize(const Recorder& recorder, int workers, std::optional<double> target_loss) {
+namespace {
+
+// Min, mean and max of each accelerator type's workers (and of all workers) from their utilizations.
+void set_utilization(RunSummary& s, const std::vector<std::string>& accelerators, const std::vector<double>& used) {
+  if (used.empty()) return;
+  s.utilization_min = *std::min_element(used.begin(), used.end());
+  s.utilization_max = *std::max_element(used.begin(), used.end());
+  for (double u : used) s.compute_utilization += u / static_cast<double>(used.size());
+  auto& types = s.utilization_by_accelerator;
+  for (size_t w = 0; w < used.size(); ++w) {
+    auto type = std::find_if(types.begin(), types.end(),
+                             [&](const AcceleratorUtilization& t) { return t.accelerator == accelerators[w]; });
+    if (type == types.end()) {
+      type = types.insert(types.end(), AcceleratorUtilization{accelerators[w], 0, used[w], 0, used[w]});
+    }
+    type->workers += 1;
+    type->min = std::min(type->min, used[w]);
+    type->max = std::max(type->max, used[w]);
+    type->mean += used[w];
+  }
+  for (auto& t : types) t.mean /= t.workers;
+}
+
+}  // namespace
+
+RunSummary summarize(const Recorder& recorder, const std::vector<std::string>& accelerators,
+                     std::optional<double> target_loss) {
+  const int workers = static_cast<int>(accelerators.size());
   RunSummary s;
   s.workers = workers;
   s.target_loss = target_loss;
@@ -37,16 +64,18 @@ RunSummary summarize(const Recorder& recorder, int workers, std::optional<double
   }
   for (const auto& [step, sync] : syncs) (sync == Sync::committed ? s.syncs_committed : s.syncs_aborted) += 1;
   s.wall_clock_s = *std::max_element(end_s.begin(), end_s.end());
+  std::vector<double> used(workers, 0);  // each worker's compute time / wall-clock
+  for (int w = 0; w < workers && s.wall_clock_s > 0; ++w) used[w] = compute_s[w] / s.wall_clock_s;
+  set_utilization(s, accelerators, used);
   int finished = 0;
   for (int w = 0; w < workers; ++w) {
-    if (!by_worker[w].empty() && by_worker[w].back()->step == s.steps) ++finished;
+    if (!by_worker[w].empty() && by_worker[w].back()->last) ++finished;
   }
   for (int w = 0; w < workers; ++w) {
     const auto& rows = by_worker[w];
     if (rows.empty()) continue;
     s.tokens += rows.back()->tokens;
-    if (s.wall_clock_s > 0) s.compute_utilization += compute_s[w] / s.wall_clock_s / workers;
-    if (rows.back()->step != s.steps) continue;  // away at the end: no final model
+    if (!rows.back()->last) continue;  // away at the end: no final model
     size_t n = std::min<size_t>(10, rows.size());
     double tail = 0;
     for (size_t i = rows.size() - n; i < rows.size(); ++i) tail += rows[i]->train_loss;
@@ -93,6 +122,11 @@ std::string params_fingerprint(const std::vector<torch::Tensor>& params) {
 }
 
 void write_summary_json(const RunSummary& s, const std::string& path) {
+  nlohmann::json by_accelerator = nlohmann::json::array();
+  for (const auto& t : s.utilization_by_accelerator) {
+    by_accelerator.push_back(
+        {{"accelerator", t.accelerator}, {"workers", t.workers}, {"min", t.min}, {"mean", t.mean}, {"max", t.max}});
+  }
   nlohmann::json j = {{"label", s.label},
                       {"policy", s.policy},
                       {"workers", s.workers},
@@ -100,6 +134,9 @@ void write_summary_json(const RunSummary& s, const std::string& path) {
                       {"tokens", s.tokens},
                       {"wall_clock_s", s.wall_clock_s},
                       {"compute_utilization", s.compute_utilization},
+                      {"utilization_min", s.utilization_min},
+                      {"utilization_max", s.utilization_max},
+                      {"utilization_by_accelerator", by_accelerator},
                       {"sent_bytes_per_worker", s.sent_bytes_per_worker},
                       {"recv_bytes_per_worker", s.recv_bytes_per_worker},
                       {"final_train_loss", s.final_train_loss},
@@ -130,6 +167,13 @@ RunSummary read_summary_json(const std::string& path) {
     s.tokens = j.at("tokens");
     s.wall_clock_s = j.at("wall_clock_s");
     s.compute_utilization = j.at("compute_utilization");
+    s.utilization_min = j.value("utilization_min", 0.0);  // absent before locosim recorded the spread
+    s.utilization_max = j.value("utilization_max", 0.0);
+    for (const auto& t : j.value("utilization_by_accelerator", nlohmann::json::array())) {
+      s.utilization_by_accelerator.push_back({t.at("accelerator").get<std::string>(), t.at("workers").get<int>(),
+                                              t.at("min").get<double>(), t.at("mean").get<double>(),
+                                              t.at("max").get<double>()});
+    }
     s.sent_bytes_per_worker = j.at("sent_bytes_per_worker");
     s.recv_bytes_per_worker = j.at("recv_bytes_per_worker");
     s.final_train_loss = j.at("final_train_loss");
@@ -153,15 +197,18 @@ RunSummary read_summary_json(const std::string& path) {
 void write_summary_csv(const std::vector<RunSummary>& rows, const std::string& path) {
   OutputFile file(path);
   std::ostream& out = file.out();
-  out << "label,policy,workers,steps,tokens,wall_clock_s,compute_utilization,sent_bytes_per_worker,"
-         "recv_bytes_per_worker,final_train_loss,final_eval_loss,target_loss,time_to_target_s,workers_lost,"
-         "workers_joined,syncs_committed,syncs_aborted,compute_wasted_s,useful_tokens,goodput_tokens_per_s\n";
+  out << "label,policy,workers,steps,tokens,wall_clock_s,compute_utilization,utilization_min,utilization_max,"
+         "sent_bytes_per_worker,recv_bytes_per_worker,final_train_loss,final_eval_loss,target_loss,time_to_target_s,"
+         "workers_lost,workers_joined,syncs_committed,syncs_aborted,compute_wasted_s,useful_tokens,"
+         "goodput_tokens_per_s\n";
   auto opt = [](const std::optional<double>& v) { return v ? fmt::format("{:.9g}", *v) : std::string(); };
   for (const auto& r : rows) {
-    out << fmt::format("{},{},{},{},{},{:.9g},{:.6f},{:.9g},{:.9g},{:.6f},{:.6f},{},{},", r.label, r.policy, r.workers,
-                       r.steps, r.tokens, r.wall_clock_s, r.compute_utilization, r.sent_bytes_per_worker,
-                       r.recv_bytes_per_worker, r.final_train_loss, r.final_eval_loss, opt(r.target_loss),
-                       opt(r.time_to_target_s));
+    // Empty where unknown (a summary.json from before the spread was recorded), as pandas' NaN.
+    auto spread = [&](double v) { return r.utilization_spread_known() ? fmt::format("{:.6f}", v) : std::string(); };
+    out << fmt::format("{},{},{},{},{},{:.9g},{:.6f},{},{},", r.label, r.policy, r.workers, r.steps, r.tokens,
+                       r.wall_clock_s, r.compute_utilization, spread(r.utilization_min), spread(r.utilization_max));
+    out << fmt::format("{:.9g},{:.9g},{:.6f},{:.6f},{},{},", r.sent_bytes_per_worker, r.recv_bytes_per_worker,
+                       r.final_train_loss, r.final_eval_loss, opt(r.target_loss), opt(r.time_to_target_s));
     out << fmt::format("{},{},{},{},{:.9g},{},{:.9g}\n", r.workers_lost, r.workers_joined, r.syncs_committed,
                        r.syncs_aborted, r.compute_wasted_s, r.useful_tokens, r.goodput_tokens_per_s);
   }
@@ -174,6 +221,47 @@ std::string human_time(double s) {
   if (s < 120) return fmt::format("{:.1f} s", s);
   if (s < 7200) return fmt::format("{:.1f} min", s / 60);
   return fmt::format("{:.2f} h", s / 3600);
+}
+
+// "74.2% (48-99)": the mean, then the least and most used worker in whole percent where they differ.
+std::string utilization_cell(double mean, double min, double max, bool spread_known) {
+  const std::string lo = fmt::format("{:.0f}", 100 * min), hi = fmt::format("{:.0f}", 100 * max);
+  return fmt::format("{:.1f}%", 100 * mean) + (spread_known && lo != hi ? " (" + lo + "-" + hi + ")" : "");
+}
+
+// With more than one accelerator type among the rows: a block with a column per type, in order of
+// first appearance, of its workers' utilization under each policy (the fast ones' idle time).
+std::string accelerator_block(const std::vector<RunSummary>& rows, size_t label_width) {
+  std::vector<AcceleratorUtilization> types;  // name and worker count, from the first row that has the type
+  for (const auto& r : rows) {
+    for (const auto& t : r.utilization_by_accelerator) {
+      auto same = [&](const AcceleratorUtilization& u) { return u.accelerator == t.accelerator; };
+      if (std::none_of(types.begin(), types.end(), same)) types.push_back(t);
+    }
+  }
+  if (types.size() < 2) return "";
+  std::string names = fmt::format("{:<{}}", "policy", label_width), counts = fmt::format("{:<{}}", "", label_width);
+  std::vector<size_t> widths;
+  for (const auto& t : types) {
+    const std::string name = t.accelerator + " util";
+    const std::string count = fmt::format("({} worker{})", t.workers, t.workers == 1 ? "" : "s");
+    widths.push_back(std::max({size_t{14}, name.size(), count.size()}));
+    names += fmt::format("  {:>{}}", name, widths.back());
+    counts += fmt::format("  {:>{}}", count, widths.back());
+  }
+  std::string out = "\n" + names + "\n" + counts + "\n";
+  for (const auto& r : rows) {
+    out += fmt::format("{:<{}}", r.label, label_width);
+    for (size_t i = 0; i < types.size(); ++i) {
+      std::string cell;
+      for (const auto& t : r.utilization_by_accelerator) {
+        if (t.accelerator == types[i].accelerator) cell = utilization_cell(t.mean, t.min, t.max, true);
+      }
+      out += fmt::format("  {:>{}}", cell, widths[i]);
+    }
+    out += "\n";
+  }
+  return out;
 }
 
 }  // namespace
@@ -201,17 +289,21 @@ std::string format_table(const std::vector<RunSummary>& unsorted) {
   size_t label_width = 6;
   for (const auto& r : rows) label_width = std::max(label_width, r.label.size());
   const std::string target = has_target ? fmt::format("to {:.2f}", *rows[0].target_loss) : "";
-  const char* line = "{:<{}}  {:>10}  {:>7}  {:>12}  {:>12}  {:>8}  {:>10}  {:>9}  {:>11}\n";
-  std::string out = fmt::format(line, "policy", label_width, "wall-clock", "compute", "MB sent", "MB recv",
+  const char* line = "{:<{}}  {:>10}  {:>14}  {:>12}  {:>12}  {:>8}  {:>10}  {:>9}  {:>11}\n";
+  std::string out = fmt::format(line, "policy", label_width, "wall-clock", "compute util", "MB sent", "MB recv",
                                 ddp ? "traffic" : "", "train loss", "eval loss", has_target ? "time " + target : "");
-  out += fmt::format(line, "", label_width, "", "util", "per worker", "per worker", ddp ? "vs ddp" : "", "", "", "");
+  out += fmt::format(line, "", label_width, "", "mean (min-max)", "per worker", "per worker", ddp ? "vs ddp" : "", "",
+                     "", "");
   for (const auto& r : rows) {
     std::string to_target = !has_target ? "" : r.time_to_target_s ? human_time(*r.time_to_target_s) : "not reached";
-    out += fmt::format("{:<{}}  {:>10}  {:>6.1f}%  {:>12.1f}  {:>12.1f}  {:>8}  {:>10.3f}  {:>9.3f}  {:>11}\n", r.label,
-                       label_width, human_time(r.wall_clock_s), 100 * r.compute_utilization,
+    out += fmt::format("{:<{}}  {:>10}  {:>14}  {:>12.1f}  {:>12.1f}  {:>8}  {:>10.3f}  {:>9.3f}  {:>11}\n", r.label,
+                       label_width, human_time(r.wall_clock_s),
+                       utilization_cell(r.compute_utilization, r.utilization_min, r.utilization_max,
+                                        r.utilization_spread_known()),
                        r.sent_bytes_per_worker / 1e6, r.recv_bytes_per_worker / 1e6, relative(r), r.final_train_loss,
                        r.final_eval_loss, to_target);
   }
+  out += accelerator_block(rows, label_width);
   // On a changing world, a second block: what the changes cost each policy.
   if (std::any_of(rows.begin(), rows.end(), [](const RunSummary& r) { return r.world_changed(); })) {
     const char* churn_line = "{:<{}}  {:>6}  {:>6}  {:>9}  {:>7}  {:>14}  {:>12}\n";

@@ -11,6 +11,15 @@
 
 namespace locosim {
 
+// Compute utilization (compute time / wall-clock) of the workers whose hosts carry one accelerator type.
+struct AcceleratorUtilization {
+  std::string accelerator;  // the hosts' HostSpec::accelerator ("rtx4090")
+  int workers = 0;
+  double min = 0;
+  double mean = 0;
+  double max = 0;
+};
+
 struct RunSummary {
   std::string label;                  // the policy entry's label
   std::string policy;                 // the policy's name
@@ -19,6 +28,9 @@ struct RunSummary {
   int64_t tokens = 0;                 // summed over workers
   double wall_clock_s = 0;            // when the last worker finished
   double compute_utilization = 0;     // mean over workers of compute time / wall-clock
+  double utilization_min = 0;         // the least used worker's compute time / wall-clock
+  double utilization_max = 0;         // the most used worker's
+  std::vector<AcceleratorUtilization> utilization_by_accelerator;  // by type, in order of first rank
   double sent_bytes_per_worker = 0;   // mean over workers
   double recv_bytes_per_worker = 0;
   double final_train_loss = 0;        // mean over workers of their last 10 steps
@@ -35,6 +47,9 @@ struct RunSummary {
   int64_t useful_tokens = 0;          // tokens whose work reached a committed sync or the final model
   double goodput_tokens_per_s = 0;    // useful_tokens / wall_clock_s
 
+  // False for a summary.json from before locosim recorded the spread over workers: utilization_min
+  // and _max are then 0, and the breakdown by accelerator empty.
+  bool utilization_spread_known() const { return !utilization_by_accelerator.empty(); }
   bool world_changed() const { return workers_lost + workers_joined + syncs_aborted > 0 || compute_wasted_s > 0; }
 };
 
@@ -42,10 +57,15 @@ struct RunSummary {
 // parameters, bit for bit.
 std::string params_fingerprint(const std::vector<torch::Tensor>& params);
 
+// `accelerators` holds each worker's accelerator type, by rank; its size is the number of workers
+// (a relay host, recorded as worker accelerators.size(), is not one). Utilization counts every worker,
+// also one that recorded nothing (a host that never came up, on a changing world): its compute over
+// the wall-clock, 0 if none, since its idle accelerator is part of what the run cost.
 // Losses are averaged over the workers that finished (a worker away at the end has no final model);
 // syncs are counted once per step, from the metric rows. workers_lost/joined, compute_wasted_s and
 // useful_tokens come from the run itself: the caller fills them in, then calls set_goodput.
-RunSummary summarize(const Recorder& recorder, int workers, std::optional<double> target_loss);
+RunSummary summarize(const Recorder& recorder, const std::vector<std::string>& accelerators,
+                     std::optional<double> target_loss);
 void set_goodput(RunSummary& s);
 
 void write_summary_json(const RunSummary& s, const std::string& path);
@@ -54,7 +74,8 @@ RunSummary read_summary_json(const std::string& path);  // throws std::runtime_e
 // summary.csv across the policies of a scenario, one row each.
 void write_summary_csv(const std::vector<RunSummary>& rows, const std::string& path);
 
-// The side-by-side table printed at the end of a run.
+// The side-by-side table printed at the end of a run; below it, a block of utilization per accelerator
+// type where the rows have more than one type, and a block of what a changing world cost.
 std::string format_table(const std::vector<RunSummary>& rows);
 
 }  // namespace locosim

@@ -1,9 +1,49 @@
-// RunSummary: derived from recorded rows; the table ranks by time to target and compares traffic.
+// RunSummary: derived from recorded rows; the table ranks by time to target, compares traffic and
+// shows utilization per accelerator type; summary.json and summary.csv carry it.
 #include "report/summary.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "tests/doctest_torch.hpp"
 
+namespace fs = std::filesystem;
 using namespace locosim;
+
+namespace {
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("locosim-summary-" + name + "-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+// Three workers on two accelerator types (a100, rtx3090, a100 by rank) and a relay, recorded as worker 3,
+// whose compute is not a worker's. Wall-clock 4 s; computing 3, 2 and 4 s: utilization 0.75, 0.5, 1.
+Recorder uneven_recorder() {
+  Recorder rec;
+  rec.event({0, EventKind::compute, 0, 3, 0, -1});
+  rec.event({1, EventKind::compute, 0, 1, 0, -1});
+  rec.event({1, EventKind::compute, 2, 3, 0, -1});
+  rec.event({2, EventKind::compute, 0, 4, 0, -1});
+  rec.event({3, EventKind::compute, 0, 4, 0, -1});
+  for (int w = 0; w < 3; ++w) rec.metric({4.0, w, 1, 10, 3.0, 2.9, Sync::none, /*last=*/true});
+  return rec;
+}
+
+const std::vector<std::string> kUneven = {"a100", "rtx3090", "a100"};
+
+}  // namespace
 
 TEST_CASE("summary: utilization, bytes per worker (the relay's flows excluded), time to target") {
   Recorder rec;
@@ -14,9 +54,9 @@ TEST_CASE("summary: utilization, bytes per worker (the relay's flows excluded), 
   rec.event({2, EventKind::send, 3, 4, 999, 0});  // the relay, recorded as worker K = 2
   rec.metric({2.0, 0, 1, 10, 3.0, 2.9});
   rec.metric({2.5, 1, 1, 10, 3.0, 2.7});
-  rec.metric({4.0, 0, 2, 20, 2.0, 2.4});
-  rec.metric({4.0, 1, 2, 20, 2.0, 2.2});
-  RunSummary s = summarize(rec, 2, 2.5);
+  rec.metric({4.0, 0, 2, 20, 2.0, 2.4, Sync::none, /*last=*/true});
+  rec.metric({4.0, 1, 2, 20, 2.0, 2.2, Sync::none, /*last=*/true});
+  RunSummary s = summarize(rec, {"h100", "h100"}, 2.5);
   CHECK(s.wall_clock_s == 4.0);
   CHECK(s.compute_utilization == doctest::Approx((3.0 / 4 + 1.0 / 4) / 2));
   CHECK(s.sent_bytes_per_worker == doctest::Approx(50));
@@ -45,4 +85,105 @@ TEST_CASE("summary: the table ranks by time to target and shows traffic relative
   CHECK(table.find("1/100") != std::string::npos);
   CHECK(table.find("0.50x") != std::string::npos);
   CHECK(table.find("not reached") != std::string::npos);
+}
+
+TEST_CASE("summary: utilization min, max and per accelerator type, in order of first rank") {
+  RunSummary s = summarize(uneven_recorder(), kUneven, std::nullopt);
+  CHECK(s.wall_clock_s == 4.0);
+  CHECK(s.compute_utilization == doctest::Approx((0.75 + 0.5 + 1.0) / 3));
+  CHECK(s.utilization_min == doctest::Approx(0.5));
+  CHECK(s.utilization_max == doctest::Approx(1.0));  // the relay's 4 s are not worker 2's, nor a fourth worker's
+  REQUIRE(s.utilization_by_accelerator.size() == 2);
+  const AcceleratorUtilization& a100 = s.utilization_by_accelerator[0];
+  CHECK(a100.accelerator == "a100");
+  CHECK(a100.workers == 2);
+  CHECK(a100.min == doctest::Approx(0.75));
+  CHECK(a100.mean == doctest::Approx(0.875));
+  CHECK(a100.max == doctest::Approx(1.0));
+  const AcceleratorUtilization& rtx = s.utilization_by_accelerator[1];
+  CHECK(rtx.accelerator == "rtx3090");
+  CHECK(rtx.workers == 1);
+  CHECK(rtx.min == doctest::Approx(0.5));
+  CHECK(rtx.mean == doctest::Approx(0.5));
+  CHECK(rtx.max == doctest::Approx(0.5));
+}
+
+TEST_CASE("summary: a worker that recorded nothing counts as idle, 0, in the mean and the min") {
+  Recorder rec;
+  rec.event({0, EventKind::compute, 0, 2, 0, -1});
+  rec.metric({4.0, 0, 1, 10, 3.0, 2.9, Sync::none, /*last=*/true});  // worker 1 never came up
+  RunSummary s = summarize(rec, {"h100", "h100"}, std::nullopt);
+  CHECK(s.compute_utilization == doctest::Approx(0.25));
+  CHECK(s.utilization_min == 0);
+  CHECK(s.utilization_max == doctest::Approx(0.5));
+  REQUIRE(s.utilization_by_accelerator.size() == 1);
+  CHECK(s.utilization_by_accelerator[0].workers == 2);
+}
+
+TEST_CASE("summary: summary.json carries the utilization spread back, and summary.csv its min and max") {
+  const fs::path dir = scratch("json");
+  RunSummary s = summarize(uneven_recorder(), kUneven, std::nullopt);
+  s.label = s.policy = "diloco";
+  write_summary_json(s, (dir / "summary.json").string());
+  RunSummary back = read_summary_json((dir / "summary.json").string());
+  CHECK(back.compute_utilization == s.compute_utilization);
+  CHECK(back.utilization_min == s.utilization_min);
+  CHECK(back.utilization_max == s.utilization_max);
+  REQUIRE(back.utilization_by_accelerator.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    const AcceleratorUtilization &a = s.utilization_by_accelerator[i], &b = back.utilization_by_accelerator[i];
+    CHECK(b.accelerator == a.accelerator);
+    CHECK(b.workers == a.workers);
+    CHECK(b.min == a.min);
+    CHECK(b.mean == a.mean);
+    CHECK(b.max == a.max);
+  }
+  write_summary_csv({back}, (dir / "summary.csv").string());
+  const std::string csv = read(dir / "summary.csv");
+  CHECK(csv.rfind("label,policy,workers,steps,tokens,wall_clock_s,compute_utilization,utilization_min,"
+                  "utilization_max,sent_bytes_per_worker,", 0) == 0);
+  CHECK(csv.find("\ndiloco,diloco,3,1,30,4,0.750000,0.500000,1.000000,0,") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("summary: a summary.json from before the utilization spread reads with it unknown") {
+  const fs::path dir = scratch("old-json");
+  std::ofstream((dir / "summary.json").string())
+      << R"({"label": "ddp", "policy": "ddp", "workers": 2, "steps": 12, "tokens": 100, "wall_clock_s": 10.0,
+             "compute_utilization": 0.5, "sent_bytes_per_worker": 1.0, "recv_bytes_per_worker": 1.0,
+             "final_train_loss": 3.0, "final_eval_loss": 3.1, "target_loss": null, "time_to_target_s": null})";
+  RunSummary s = read_summary_json((dir / "summary.json").string());
+  CHECK(s.compute_utilization == 0.5);
+  CHECK_FALSE(s.utilization_spread_known());
+  CHECK(s.utilization_min == 0);
+  CHECK(s.utilization_max == 0);
+  // Unknown: empty in summary.csv, and the table shows the mean alone.
+  write_summary_csv({s}, (dir / "summary.csv").string());
+  CHECK(read(dir / "summary.csv").find("\nddp,ddp,2,12,100,10,0.500000,,,1,") != std::string::npos);
+  const std::string table = format_table({s});
+  CHECK(table.find(" 50.0%  ") != std::string::npos);
+  CHECK(table.find("50.0% (") == std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("summary: the table shows min-max, and a block per accelerator type only when there are several") {
+  RunSummary uneven = summarize(uneven_recorder(), kUneven, std::nullopt);
+  uneven.label = uneven.policy = "ddp";
+  const std::string table = format_table({uneven});
+  CHECK(table.find("mean (min-max)") != std::string::npos);
+  CHECK(table.find("75.0% (50-100)") != std::string::npos);
+  // The block: a column per type in rank order, its worker count, and the range only where it has one.
+  const size_t block = table.find("\npolicy", 1);
+  REQUIRE(block != std::string::npos);
+  CHECK(table.find("a100 util", block) < table.find("rtx3090 util", block));
+  CHECK(table.find("(2 workers)", block) < table.find("(1 worker)", block));
+  CHECK(table.find("87.5% (75-100)", block) != std::string::npos);
+  CHECK(table.find("50.0%\n", block) != std::string::npos);
+
+  RunSummary same = summarize(uneven_recorder(), {"h100", "h100", "h100"}, std::nullopt);
+  same.label = same.policy = "ddp";
+  const std::string one_type = format_table({same});
+  CHECK(one_type.find("75.0% (50-100)") != std::string::npos);
+  CHECK(one_type.find("h100 util") == std::string::npos);
+  CHECK(one_type.find("\npolicy") == std::string::npos);
 }

@@ -129,7 +129,9 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
                              " s with every worker away: the world's changes left no one to finish the run");
   }
 
-  RunSummary summary = summarize(recorder, world_size, scenario.train.target_loss);
+  std::vector<std::string> accelerators;  // by rank
+  for (const HostSpec& host : scenario.platform.hosts) accelerators.push_back(host.accelerator);
+  RunSummary summary = summarize(recorder, accelerators, scenario.train.target_loss);
   summary.label = policy.label;
   summary.policy = policy.name;
   int fingerprinted = 0;  // the first worker that finished
