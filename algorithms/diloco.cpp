@@ -7,9 +7,24 @@
 //                        θ   ← θ − η·(Δ + μ·m)             Nesterov (torch SGD, nesterov=true)
 //                        θ_i ← θ
 // Wire per worker per round: a ring all-reduce of P values, 2(K-1)/K · P · b bytes each way.
+//
+// Timed rounds (round: fastest | seconds) are for uneven hardware: a round lasts a time budget B
+// instead of H steps, and worker i does the n_i steps that fit (a step is begun only if the last one's
+// duration still fits before the deadline). The average is weighted by tokens, as FedAvg weights
+// clients by their data (McMahan et al. 2017): Δ ← Σ_i n_i·(θ − θ_i) / Σ_i n_i, so a worker that did
+// half the steps carries half the weight, and every token counts the same whichever GPU trained it.
+// Before the all-reduce the members all-gather (n_i, mean step time of the round): 16 bytes each.
+// With round: fastest, B = H × the fastest member's mean step time of the previous round; the first
+// round learns it from an all-gather after each worker's first step (the round's clock starts again
+// after that wait). On identical GPUs every worker does H steps a round: DiLoCo's rounds exactly. The run has ⌈train.steps / H⌉
+// rounds (train.steps is the fastest worker's step count), and the learning-rate schedule runs on the
+// round's position: round r's j-th step has the schedule's step r·H + min(j, H − 1).
 #include "algorithms/diloco.hpp"
 
+#include <torch/serialize.h>
 #include <torch/utils.h>
+
+#include <algorithm>
 
 #include "config/section.hpp"
 
@@ -18,6 +33,13 @@ namespace locosim {
 DiLoCoConfig DiLoCoConfig::parse(Section& s) {
   DiLoCoConfig c;
   c.inner_steps = s.integer("inner_steps", c.inner_steps, Range::closed(1, kMaxSteps));
+  const std::string round = s.choice("round", {"steps", "fastest", "seconds"}, "steps");
+  if (round == "fastest") c.round = DiLoCoRound::fastest;
+  if (round == "seconds") {
+    c.round = DiLoCoRound::seconds;
+    // A round of a microsecond is no round; a year is past any run.
+    c.round_s = s.number("round_s", std::nullopt, Range::closed(1e-6, 3.2e7));
+  }
   c.outer_lr = s.number("outer_lr", c.outer_lr, Range::open_closed(0, kMaxOuterLr));
   c.outer_momentum = s.number("outer_momentum", c.outer_momentum, Range::closed_open(0, 1));
   c.nesterov = s.flag("nesterov", c.nesterov);
@@ -30,7 +52,11 @@ namespace {
 class DiLoCo : public Policy {
  public:
   DiLoCo(const DiLoCoConfig& cfg, PolicyContext ctx)
-      : cfg_(cfg), ctx_(std::move(ctx)), inner_(make_optimizer(ctx_.params, ctx_.optimizer)) {
+      : cfg_(cfg),
+        ctx_(std::move(ctx)),
+        inner_(make_optimizer(ctx_.params, ctx_.optimizer)),
+        rounds_((ctx_.total_steps + cfg_.inner_steps - 1) / cfg_.inner_steps),
+        budget_s_(cfg_.round_s) {
     for (const auto& p : ctx_.params) global_.push_back(p.detach().clone().requires_grad_(true));
     // torch's SGD is exactly the outer rule above; Nesterov needs μ > 0.
     bool nesterov = cfg_.nesterov && cfg_.outer_momentum > 0;
@@ -39,24 +65,48 @@ class DiLoCo : public Policy {
   }
 
   Sync step(int64_t step) override {
-    optimizer_step(*inner_, ctx_.params, ctx_.optimizer, step, ctx_.total_steps);
-    if ((step + 1) % cfg_.inner_steps != 0) return Sync::none;
-    return synchronize();
+    if (cfg_.round == DiLoCoRound::steps) {
+      optimizer_step(*inner_, ctx_.params, ctx_.optimizer, step, ctx_.total_steps);
+      if ((step + 1) % cfg_.inner_steps != 0) return Sync::none;
+      return synchronize();
+    }
+    const int64_t position = round_ * cfg_.inner_steps + std::min(steps_in_round_, cfg_.inner_steps - 1);
+    optimizer_step(*inner_, ctx_.params, ctx_.optimizer, std::min(position, ctx_.total_steps - 1), ctx_.total_steps);
+    const double now = ctx_.transport->now_s();
+    const double step_s = now - step_end_s_;
+    step_end_s_ = now;
+    round_compute_s_ += step_s;
+    ++steps_in_round_;
+    if (budget_s_ == 0) learn_budget(step_s);  // round: fastest, first step of the run
+    // Another step fits if the last one's duration does. (A transport without a clock, whose steps
+    // take no time, times its rounds in steps.)
+    const bool fits = step_s > 0 ? now + step_s <= round_start_s_ + budget_s_ * (1 + 1e-9)
+                                 : steps_in_round_ < cfg_.inner_steps;
+    return fits ? Sync::none : synchronize();
   }
 
+  bool ends_itself() const override { return cfg_.round != DiLoCoRound::steps; }
+  bool done() const override { return round_ >= rounds_; }
+
   // After a round θ_i = θ on every member: a joiner takes θ, the outer momentum, and the donor's
-  // inner optimizer state (as torchft heals a replica from a peer's whole state).
+  // inner optimizer state (as torchft heals a replica from a peer's whole state), and its round clock.
   bool handover_ready() const override { return true; }
   void save(torch::serialize::OutputArchive& archive) const override {
     save_tensors(archive, "global", global_);
     save_optimizer(archive, "outer", *outer_);
     save_optimizer(archive, "inner", *inner_);
+    archive.write("round", torch::tensor({static_cast<double>(round_), budget_s_}, torch::kFloat64));
   }
   void load(torch::serialize::InputArchive& archive) override {
     load_tensors(archive, "global", global_);
     load_optimizer(archive, "outer", *outer_);
     load_optimizer(archive, "inner", *inner_);
+    torch::Tensor clock;
+    archive.read("round", clock);
+    round_ = static_cast<int64_t>(clock[0].item<double>());
+    budget_s_ = clock[1].item<double>();
     for (size_t i = 0; i < global_.size(); ++i) ctx_.params[i].detach().copy_(global_[i].detach());
+    start_round();
   }
 
  private:
@@ -64,16 +114,70 @@ class DiLoCo : public Policy {
   // survivors if a member is lost). A round given up leaves θ and the momentum untouched and restarts
   // every member from θ: its inner steps are thrown away, never half-applied.
   Sync synchronize() {
-    std::vector<torch::Tensor> delta;  // Δ_i = θ − θ_i, then averaged in place
-    for (size_t i = 0; i < global_.size(); ++i) delta.push_back(global_[i].detach() - ctx_.params[i].detach());
+    std::vector<torch::Tensor> mine;  // Δ_i = θ − θ_i
+    for (size_t i = 0; i < global_.size(); ++i) mine.push_back(global_[i].detach() - ctx_.params[i].detach());
     const Wire wire{cfg_.wire, ctx_.wire_scale};
-    const bool committed = commit_or_redo([&] { return ctx_.transport->all_reduce_mean(delta, wire); });
+    std::vector<torch::Tensor> delta;  // averaged in place
+    const bool committed = commit_or_redo([&] {
+      delta.clear();
+      double weight = 1;  // this worker's share × the members: the all-reduce's mean is then the weighted mean
+      if (ends_itself() && !token_weight(weight)) return Pending([] { return false; });
+      for (const auto& d : mine) delta.push_back(weight == 1 ? d.clone() : d * weight);
+      return ctx_.transport->all_reduce_mean(delta, wire);
+    });
     if (committed) {
       for (size_t i = 0; i < global_.size(); ++i) global_[i].mutable_grad() = delta[i];
       outer_->step();
     }
     for (size_t i = 0; i < global_.size(); ++i) ctx_.params[i].detach().copy_(global_[i].detach());
+    ++round_;
+    start_round();
     return committed ? Sync::committed : Sync::aborted;
+  }
+
+  // Timed rounds: all-gathers every member's (steps, mean step time) of this round; sets `weight` to
+  // n_i·k / Σ n_j and, for round: fastest, the next round's budget. False if the all-gather failed.
+  bool token_weight(double& weight) {
+    std::vector<std::vector<torch::Tensor>> all;
+    const torch::Tensor mine = torch::tensor(
+        {static_cast<double>(steps_in_round_), round_compute_s_ / static_cast<double>(steps_in_round_)}, torch::kFloat64);
+    if (!ctx_.transport->all_gather({mine}, 16, all).wait()) return false;
+    double steps = 0, members = 0, fastest_step_s = 0;
+    for (const auto& a : all) {
+      if (a.empty()) continue;
+      const double n = a[0][0].item<double>(), step_s = a[0][1].item<double>();
+      steps += n;
+      members += 1;
+      fastest_step_s = members == 1 ? step_s : std::min(fastest_step_s, step_s);
+    }
+    weight = static_cast<double>(steps_in_round_) * members / steps;
+    if (cfg_.round == DiLoCoRound::fastest) set_budget(fastest_step_s);
+    return true;
+  }
+
+  // round: fastest, after the run's first step: the members' step times give the first budget.
+  void learn_budget(double step_s) {
+    std::vector<std::vector<torch::Tensor>> all;
+    double fastest = step_s;  // alone if the all-gather failed: its own pace
+    if (ctx_.transport->all_gather({torch::tensor({step_s}, torch::kFloat64)}, 8, all).wait()) {
+      for (const auto& a : all) {
+        if (!a.empty()) fastest = std::min(fastest, a[0][0].item<double>());
+      }
+    }
+    set_budget(fastest);
+    // The wait is not the round's: it restarts, this first step in it, at the pace of the others.
+    step_end_s_ = ctx_.transport->now_s();
+    round_start_s_ = step_end_s_ - step_s;
+  }
+
+  void set_budget(double fastest_step_s) {
+    budget_s_ = fastest_step_s > 0 ? static_cast<double>(cfg_.inner_steps) * fastest_step_s : -1;
+  }
+
+  void start_round() {
+    round_start_s_ = step_end_s_ = ctx_.transport->now_s();
+    steps_in_round_ = 0;
+    round_compute_s_ = 0;
   }
 
   DiLoCoConfig cfg_;
@@ -81,6 +185,14 @@ class DiLoCo : public Policy {
   std::unique_ptr<torch::optim::Optimizer> inner_;
   std::vector<torch::Tensor> global_;  // θ: the outer parameters, identical on every worker
   std::unique_ptr<torch::optim::SGD> outer_;
+  // The round clock (timed rounds only).
+  int64_t rounds_;               // rounds in the run: ⌈train.steps / H⌉
+  int64_t round_ = 0;            // rounds done
+  double budget_s_;              // B; 0 until learnt (round: fastest), −1 if there is no clock
+  double round_start_s_ = 0;
+  double step_end_s_ = 0;        // when the last step ended (or the round began)
+  int64_t steps_in_round_ = 0;
+  double round_compute_s_ = 0;   // this round's steps, start to end
 };
 
 }  // namespace

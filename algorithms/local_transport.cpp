@@ -22,6 +22,11 @@ struct Group {
   std::mutex mutex;
   std::condition_variable changed;
   std::map<uint64_t, Collective> in_flight;  // by sequence number: every rank calls in the same order
+  // The parameter server: with no clock, a window holds a push from every worker still training.
+  std::unique_ptr<ParameterServer> server;
+  ServerWindow window;
+  uint64_t windows_closed = 0;
+  int training = 0;  // workers the server has not told to stop
 };
 
 class LocalTransport : public Transport {
@@ -57,6 +62,26 @@ class LocalTransport : public Transport {
       });
       return true;
     });
+  }
+
+  bool push_pull(const std::vector<torch::Tensor>& up, std::vector<torch::Tensor>& down,
+                 const ServerExchange& exchange) override {
+    std::vector<torch::Tensor> copy;
+    for (const auto& x : up) copy.push_back(x.detach().clone());
+    std::unique_lock<std::mutex> lock(group_.mutex);
+    if (!group_.server) group_.server = exchange.make_server();
+    const uint64_t mine = group_.windows_closed;
+    group_.window.add(rank_, std::move(copy));
+    if (static_cast<int>(group_.window.size()) == group_.training) {
+      const int pushed = static_cast<int>(group_.window.size());
+      group_.window.close(*group_.server, 0);
+      if (group_.server->done()) group_.training -= pushed;
+      ++group_.windows_closed;
+      group_.changed.notify_all();
+    }
+    group_.changed.wait(lock, [&] { return group_.windows_closed > mine; });
+    down = group_.window.take_reply(rank_);
+    return true;
   }
 
  private:
@@ -96,6 +121,7 @@ class LocalTransport : public Transport {
 void run_local_workers(int world_size, const std::function<void(Transport&)>& body) {
   Group group;
   group.world_size = world_size;
+  group.training = world_size;
   std::vector<std::exception_ptr> errors(world_size);
   std::vector<std::thread> threads;
   for (int r = 0; r < world_size; ++r) {

@@ -6,7 +6,7 @@
 namespace locosim {
 
 const std::vector<std::string>& policy_names() {
-  static const std::vector<std::string> names = {"ddp", "diloco", "demo", "streaming_diloco", "co2", "fedavg"};
+  static const std::vector<std::string> names = {"ddp", "diloco", "demo", "streaming_diloco", "co2", "fedavg", "async_diloco"};
   return names;
 }
 
@@ -20,6 +20,7 @@ PolicySpec parse_policy(Section& s) {
   if (spec.name == "streaming_diloco") spec.config = StreamingDiLoCoConfig::parse(s);
   if (spec.name == "co2") spec.config = Co2Config::parse(s);
   if (spec.name == "fedavg") spec.config = FedAvgConfig::parse(s);
+  if (spec.name == "async_diloco") spec.config = AsyncDiLoCoConfig::parse(s);
   s.finish();
   return spec;
 }
@@ -30,6 +31,8 @@ std::optional<std::pair<std::string, int64_t>> sync_period(const PolicySpec& spe
   if (auto* c = std::get_if<StreamingDiLoCoConfig>(&spec.config)) return std::pair{std::string("inner_steps"), c->inner_steps};
   if (auto* c = std::get_if<Co2Config>(&spec.config)) return std::pair{std::string("inner_steps"), c->inner_steps};
   if (auto* c = std::get_if<FedAvgConfig>(&spec.config)) return std::pair{std::string("inner_steps"), c->inner_steps};
+  // The fastest worker's steps per push.
+  if (auto* c = std::get_if<AsyncDiLoCoConfig>(&spec.config)) return std::pair{std::string("inner_steps"), c->inner_steps};
   return std::nullopt;  // ddp, demo: every step
 }
 
@@ -39,6 +42,7 @@ std::unique_ptr<Policy> make_policy(const PolicySpec& spec, PolicyContext ctx) {
   if (auto* c = std::get_if<StreamingDiLoCoConfig>(&spec.config)) return make_streaming_diloco(*c, std::move(ctx));
   if (auto* c = std::get_if<Co2Config>(&spec.config)) return make_co2(*c, std::move(ctx));
   if (auto* c = std::get_if<FedAvgConfig>(&spec.config)) return make_fedavg(*c, std::move(ctx));
+  if (auto* c = std::get_if<AsyncDiLoCoConfig>(&spec.config)) return make_async_diloco(*c, std::move(ctx));
   return make_diloco(std::get<DiLoCoConfig>(spec.config), std::move(ctx));
 }
 

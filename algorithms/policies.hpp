@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "algorithms/async_diloco.hpp"
 #include "algorithms/co2.hpp"
 #include "algorithms/ddp.hpp"
 #include "algorithms/demo.hpp"
@@ -21,7 +22,8 @@ namespace locosim {
 
 class Section;
 
-using PolicyConfig = std::variant<DdpConfig, DiLoCoConfig, DemoConfig, StreamingDiLoCoConfig, Co2Config, FedAvgConfig>;
+using PolicyConfig = std::variant<DdpConfig, DiLoCoConfig, DemoConfig, StreamingDiLoCoConfig, Co2Config, FedAvgConfig,
+                                  AsyncDiLoCoConfig>;
 
 struct PolicySpec {
   std::string name;    // the policy ("diloco")

@@ -3,7 +3,34 @@
 
 #include <torch/utils.h>
 
+#include <algorithm>
+#include <stdexcept>
+
 namespace locosim {
+
+bool Transport::push_pull(const std::vector<torch::Tensor>&, std::vector<torch::Tensor>&, const ServerExchange&) {
+  throw std::logic_error("this backend has no parameter server: asynchronous policies run on the simulator");
+}
+
+void ServerWindow::add(int rank, std::vector<torch::Tensor> up) { pushes_[rank] = std::move(up); }
+
+std::vector<int> ServerWindow::close(ParameterServer& server, double now_s) {
+  std::vector<int> ranks;
+  for (const auto& [rank, up] : pushes_) {
+    server.apply(rank, up, now_s);
+    ranks.push_back(rank);
+  }
+  for (int rank : ranks) replies_[rank] = server.reply(rank);
+  pushes_.clear();
+  return ranks;
+}
+
+std::vector<torch::Tensor> ServerWindow::take_reply(int rank) {
+  auto it = replies_.find(rank);
+  std::vector<torch::Tensor> reply = std::move(it->second);
+  replies_.erase(it);
+  return reply;
+}
 
 bool commit_or_redo(const std::function<Pending()>& attempt, int max_attempts) {
   for (int i = 0; i < max_attempts; ++i) {

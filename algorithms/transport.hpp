@@ -5,6 +5,7 @@
 #include <torch/types.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -46,6 +47,40 @@ class Pending {
   bool completed_ = true;
 };
 
+// The server side of asynchronous training (asynchronous DiLoCo): it holds the global state and
+// applies each worker's push as it comes. The transport hosts one for the whole group (on the
+// platform's relay, or rank 0's host when there is none; on rank 0 on a real cluster) and runs the
+// exchange in windows, the grace period of Liu et al. 2024 (arXiv 2401.09135): a window holds the
+// pushes that arrive within `grace_s` of its first one, or closes as soon as every worker still
+// training has pushed. Its pushes are applied one by one in rank order (arrivals within the grace
+// period count as simultaneous, so results do not depend on timing jitter below it), then each of
+// them gets its reply, made after the window's last push. grace_s = 0: every push on its own.
+struct ServerUpdate {   // one push applied, for the run's updates.csv
+  double time_s = 0;    // when it was applied
+  int worker = 0;
+  int64_t version = 0;  // the server's update count after it
+  int64_t staleness = 0;  // updates applied between the worker's last reply and this push
+  int64_t steps = 0;    // the worker's inner steps in it
+};
+
+class ParameterServer {
+ public:
+  virtual ~ParameterServer() = default;
+  virtual void apply(int rank, const std::vector<torch::Tensor>& up, double now_s) = 0;
+  virtual std::vector<torch::Tensor> reply(int rank) = 0;
+  // Whether the run's work is all in: a worker whose reply says so stops.
+  virtual bool done() const = 0;
+  virtual const std::vector<ServerUpdate>& updates() const = 0;
+};
+
+struct ServerExchange {
+  double up_bytes = 0;    // what the push weighs on the wire (Wire::scale included)
+  double down_bytes = 0;  // what the reply weighs
+  double grace_s = 0;
+  // Makes the group's server on the first push of the run (called once, by the transport).
+  std::function<std::unique_ptr<ParameterServer>()> make_server;
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -74,6 +109,13 @@ class Transport {
   virtual Pending all_gather(const std::vector<torch::Tensor>& mine, double bytes,
                              std::vector<std::vector<torch::Tensor>>& out) = 0;
 
+  // Asynchronous exchange with the group's server (see ParameterServer): sends `up`, waits for its
+  // window to close and receives the server's reply into `down`. Returns false if the exchange failed
+  // (a link cut, the server's host lost): `down` is untouched (the push may have been applied). A backend without
+  // a server throws std::logic_error.
+  virtual bool push_pull(const std::vector<torch::Tensor>& up, std::vector<torch::Tensor>& down,
+                         const ServerExchange& exchange);
+
   // Runs `work` (the real computation) and charges `flops` of this worker's compute time.
   virtual void compute(double flops, const std::function<void()>& work) = 0;
 
@@ -84,6 +126,23 @@ class Transport {
 // The commit-or-redo rule of every synchronous policy (torchft's should_commit): `attempt` starts a
 // collective on tensors it leaves untouched on failure; a failed attempt is redone among the members
 // still in the group, up to `max_attempts` times. Returns whether one completed (commit) or not.
+// The order in which a window's pushes are applied, and their replies (shared by the transports).
+class ServerWindow {
+ public:
+  bool open() const { return !pushes_.empty(); }
+  size_t size() const { return pushes_.size(); }
+  void add(int rank, std::vector<torch::Tensor> up);
+  // Applies the pushes in rank order at `now_s` and keeps each one's reply; empties the window and
+  // returns the ranks it held.
+  std::vector<int> close(ParameterServer& server, double now_s);
+  // The reply kept for `rank` (taken once).
+  std::vector<torch::Tensor> take_reply(int rank);
+
+ private:
+  std::map<int, std::vector<torch::Tensor>> pushes_;  // by rank
+  std::map<int, std::vector<torch::Tensor>> replies_;
+};
+
 bool commit_or_redo(const std::function<Pending()>& attempt, int max_attempts = 3);
 
 // The reference reduction every transport uses: mean over contributions[rank][i] in rank order,

@@ -136,6 +136,20 @@ void check_sync_periods(std::vector<Section>& entries, const Scenario& s) {
   }
 }
 
+// Delayed Nesterov spreads at most the whole momentum over a cycle of N pushes: c·N <= 1, where N
+// defaults to the number of workers (known only here).
+void check_async_policies(std::vector<Section>& entries, const Scenario& s) {
+  for (size_t i = 0; i < s.policies.size(); ++i) {
+    const auto* c = std::get_if<AsyncDiLoCoConfig>(&s.policies[i].config);
+    if (!c || c->outer != AsyncOuter::delayed_nesterov) continue;
+    const int64_t n = c->delay > 0 ? c->delay : s.world_size();
+    if (c->momentum_activation * static_cast<double>(n) <= 1) continue;
+    entries[i].fail("momentum_activation", "must be <= 1/delay = 1/" + std::to_string(n) +
+                                               (c->delay > 0 ? "" : " (delay 0: the number of workers)") + ", got " +
+                                               std::to_string(c->momentum_activation));
+  }
+}
+
 }  // namespace
 
 static Scenario read_scenario(Section& top, const std::string& path) {
@@ -185,6 +199,7 @@ static Scenario read_scenario(Section& top, const std::string& path) {
     s.policies.push_back(std::move(spec));
   }
   check_sync_periods(entries, s);
+  check_async_policies(entries, s);
   if (top.has("sweep")) top.child("sweep");  // the grid is expanded before this (sim/sweep.cpp)
   top.finish();
   check_data_fits(top, s);

@@ -58,4 +58,14 @@ void write_events_csv(const Recorder& recorder, const std::string& path) {
   file.close();
 }
 
+void write_updates_csv(const std::vector<ServerUpdate>& updates, const std::string& path) {
+  OutputFile file(path);
+  std::ostream& out = file.out();
+  out << "time_s,worker,version,staleness,steps\n";
+  for (const auto& u : updates) {
+    out << fmt_g(u.time_s) << ',' << u.worker << ',' << u.version << ',' << u.staleness << ',' << u.steps << '\n';
+  }
+  file.close();
+}
+
 }  // namespace locosim

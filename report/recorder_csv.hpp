@@ -2,7 +2,10 @@
 #pragma once
 #include <string>
 
+#include <vector>
+
 #include "algorithms/recorder.hpp"
+#include "algorithms/transport.hpp"
 
 namespace locosim {
 
@@ -10,5 +13,9 @@ namespace locosim {
 // scheduling details. Throw std::runtime_error naming the file if a write fails.
 void write_metrics_csv(const Recorder& recorder, const std::string& path);
 void write_events_csv(const Recorder& recorder, const std::string& path);
+
+// updates.csv of a run with a parameter server (asynchronous DiLoCo): one row per push applied, in
+// the order applied: time_s,worker,version,staleness,steps.
+void write_updates_csv(const std::vector<ServerUpdate>& updates, const std::string& path);
 
 }  // namespace locosim

@@ -98,6 +98,18 @@ std::vector<int> all_ranks(int world_size) {
   return ranks;
 }
 
+void send_flow(int from, int to, const std::string& tag, double bytes, Recorder& recorder) {
+  Flows flows(from, recorder);
+  flows.send(tag, to, message_bytes(bytes));
+  flows.wait_all();
+}
+
+void recv_flow(int from, int to, const std::string& tag, double bytes, Recorder& recorder) {
+  Flows flows(to, recorder);
+  flows.recv(tag, from, message_bytes(bytes));
+  flows.wait_all();
+}
+
 void ring_all_reduce_flows(int rank, const std::vector<int>& members, const std::string& tag, double bytes,
                            Recorder& recorder) {
   const int k = static_cast<int>(members.size());

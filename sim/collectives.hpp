@@ -32,6 +32,11 @@ namespace locosim {
 // 0, 1, ..., world_size - 1: every rank a member.
 std::vector<int> all_ranks(int world_size);
 
+// One message of `bytes` from `from` to `to` (ranks; the relay is the world size): the sending side,
+// from an actor on `from`'s host, and the receiving side, from one on `to`'s host.
+void send_flow(int from, int to, const std::string& tag, double bytes, Recorder& recorder);
+void recv_flow(int from, int to, const std::string& tag, double bytes, Recorder& recorder);
+
 // Ring all-reduce (reduce-scatter then all-gather): in each of 2(K-1) rounds every rank sends one
 // chunk of bytes/K to its right neighbour and receives one from its left.
 void ring_all_reduce_flows(int rank, const std::vector<int>& members, const std::string& tag, double bytes,

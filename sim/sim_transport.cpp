@@ -240,3 +240,88 @@ Pending SimTransport::all_gather(const std::vector<torch::Tensor>& mine, double 
 }
 
 }  // namespace locosim
+
+namespace locosim {
+
+// The push travels to the server's host and the reply back, each as one flow; in between the
+// worker waits for its window to close: when every worker still training has pushed into it, or
+// grace_s after its first push, whichever comes first.
+bool SimTransport::push_pull(const std::vector<torch::Tensor>& up, std::vector<torch::Tensor>& down,
+                             const ServerExchange& exchange) {
+  const int server = world_.relay ? world_size() : 0;
+  sg4::Host* server_host = world_.relay ? world_.relay : world_.hosts[0];
+  Recorder* recorder = world_.recorder;
+  const std::string tag = "push-" + std::to_string(rank_) + "-" + std::to_string(pushes_++);
+  const int rank = rank_;
+  activity_ = "pushing to the server";
+  try {
+    if (server != rank_) {
+      sg4::Actor::create(tag + "-in", server_host, [=] {
+        try {
+          recv_flow(rank, server, tag + "/up", exchange.up_bytes, *recorder);
+        } catch (const simgrid::Exception&) {  // the push's failure is the worker's to report
+        }
+      });
+      send_flow(rank_, server, tag + "/up", exchange.up_bytes, *recorder);
+    }
+  } catch (const simgrid::Exception&) {
+    activity_.clear();
+    return false;
+  }
+
+  const double at = now_s();
+  if (!world_.server) {
+    world_.server = exchange.make_server();
+    world_.window_mutex = sg4::Mutex::create();
+    world_.window_closed = sg4::ConditionVariable::create();
+  }
+  if (!world_.window.open()) world_.window_end_s = at + exchange.grace_s;
+  const uint64_t mine = world_.windows_closed;
+  std::vector<torch::Tensor> copy;
+  for (const auto& x : up) copy.push_back(x.detach().clone());
+  world_.window.add(rank_, std::move(copy));
+  size_t training = 0;
+  for (int r : world_.members()) training += world_.stopped.count(r) == 0 ? 1 : 0;
+  activity_ = "waiting for the server's window to close";
+  if (world_.window.size() >= training) {
+    close_window();
+  } else {
+    std::unique_lock<sg4::Mutex> lock(*world_.window_mutex);
+    while (world_.windows_closed == mine) {
+      if (world_.window_closed->wait_until(lock, world_.window_end_s) == std::cv_status::timeout &&
+          world_.windows_closed == mine) {
+        close_window();
+      }
+    }
+  }
+  if (now_s() > at) recorder->event({rank_, EventKind::wait, at, now_s(), 0, -1});
+  std::vector<torch::Tensor> reply = world_.window.take_reply(rank_);
+
+  activity_ = "receiving the server's reply";
+  try {
+    if (server != rank_) {
+      sg4::Actor::create(tag + "-out", server_host, [=] {
+        try {
+          send_flow(server, rank, tag + "/down", exchange.down_bytes, *recorder);
+        } catch (const simgrid::Exception&) {
+        }
+      });
+      recv_flow(server, rank_, tag + "/down", exchange.down_bytes, *recorder);
+    }
+  } catch (const simgrid::Exception&) {
+    activity_.clear();
+    return false;
+  }
+  activity_.clear();
+  down = std::move(reply);
+  return true;
+}
+
+void SimTransport::close_window() {
+  const std::vector<int> ranks = world_.window.close(*world_.server, now_s());
+  if (world_.server->done()) world_.stopped.insert(ranks.begin(), ranks.end());
+  ++world_.windows_closed;
+  world_.window_closed->notify_all();
+}
+
+}  // namespace locosim

@@ -5,6 +5,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -49,6 +50,16 @@ struct SimWorld {
   bool agree_on_commit = false;
   std::map<uint64_t, SimCollective> in_flight;  // by sequence number, the same on every member
 
+  // The parameter server of asynchronous policies (Transport::push_pull): on the relay, or on rank 0's
+  // host when the platform has none. Made by the first push.
+  std::unique_ptr<ParameterServer> server;
+  ServerWindow window;
+  double window_end_s = 0;         // when the open window closes at the latest
+  uint64_t windows_closed = 0;
+  std::set<int> stopped;           // workers the server told to stop
+  simgrid::s4u::MutexPtr window_mutex;
+  simgrid::s4u::ConditionVariablePtr window_closed;
+
   std::vector<int> members() const;        // the ranks in the group, in rank order
 };
 
@@ -74,6 +85,8 @@ class SimTransport : public Transport {
   Pending all_reduce_mean(std::vector<torch::Tensor>& xs, Wire w) override;
   Pending all_gather(const std::vector<torch::Tensor>& mine, double bytes,
                      std::vector<std::vector<torch::Tensor>>& out) override;
+  bool push_pull(const std::vector<torch::Tensor>& up, std::vector<torch::Tensor>& down,
+                 const ServerExchange& exchange) override;
 
   // What the worker is blocked on right now ("computing", "waiting for collective 3 (all_reduce, 1.2 MB
   // per rank) since 12.5 s"), or "" between calls: named when a run ends with this worker unfinished.
@@ -99,9 +112,13 @@ class SimTransport : public Transport {
   bool finish(uint64_t seq, const std::function<void(SimCollective&)>& read,
               const std::function<void(SimCollective&)>& salvage);
 
+  // Applies the open window's pushes and wakes the workers waiting on it.
+  void close_window();
+
   SimWorld& world_;
   int rank_;
   uint64_t next_seq_ = 0;
+  uint64_t pushes_ = 0;
   std::string activity_;
   std::map<uint64_t, std::string> started_;  // by sequence number: what each collective in flight is
   std::map<uint64_t, simgrid::s4u::ActorPtr> helpers_;  // by sequence number: this rank's helper actor

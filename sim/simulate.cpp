@@ -152,6 +152,7 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   }
   write_metrics_csv(recorder, dir + "/metrics.csv");
   write_events_csv(recorder, dir + "/events.csv");
+  if (world.server) write_updates_csv(world.server->updates(), dir + "/updates.csv");
   write_links_csv(links, dir + "/links.csv");
   std::vector<std::string> names;
   for (int rank = 0; rank < world_size; ++rank) {
