@@ -1,19 +1,27 @@
-// CO2, Sun et al. 2024 (arXiv 2401.16265), Algorithm 1; defaults and the outer rule as in the
-// released code (weigao266/fairscale-CO2, co2.py: outer_frequency 48, outer_lr 1, outer_momentum 0.5,
-// co2_gap_penalty 1, clip threshold 1).
+// CO2, Sun et al. 2024 (arXiv 2401.16265); the outer rule and its defaults as in the released code
+// (weigao266/fairscale-CO2 co2.py: outer_frequency 48, outer_lr 1, outer_momentum 0.5, co2_gap_penalty 1,
+// clip threshold 1).
 //
 // With s inner steps done and t = s/τ the period that just ended:
 //   every step:        θ_i ← InnerOpt(θ_i, ∇L_i)
 //   s ≡ 0 (mod τ):     Δ_i^t ← θ − θ_i                 this period's outer gradient (θ: the anchor it started from)
-//                      start the all-reduce of Δ_i^t   it runs while the next τ steps compute
-//                      Δ̄ ← mean_i Δ_i^(t−delay)         wait for the previous period's (delay 1), this one's (delay 0)
+//                      start the all-reduce of Δ_i^t
+//                      Δ̄ ← mean_i Δ_i^(t−delay)         delay 0: wait for this one; 1: for the previous one
 //                      m ← β·m + Δ̄/λ;  m ← clamp(m, −φ, φ);  θ ← θ − α·m
-//                      θ_i ← θ                          the next period starts from the (stale) anchor
-// Every period's Δ is applied exactly once, one period late. The code averages the parameters;
-// here the outer gradient travels instead (θ is identical everywhere, so mean(θ − θ_i) = θ − mean θ_i
-// in exact arithmetic): a lossy wire then rounds the update, not the weights, and delay 0 is exactly
-// DiLoCo with heavy-ball momentum. The code's clamp is a no-op (its result is dropped); here it clamps.
-// Wire per worker per period: 2(K-1)/K · P · b bytes each way, hidden behind τ steps of compute.
+//                      θ_i ← θ                          the next period starts from the anchor
+// delay 0 (the default) is what the released code runs: its outer step averages the parameters with a
+// blocking reduce and broadcast. Its communication thread, meant for the overlap, only ever re-averages
+// parameters that step has just made equal (with the sharded outer step, the only one its launcher
+// builds), and at the class defaults it never all-reduces. delay 1 is the paper's schedule: the
+// all-reduce runs while the next τ steps compute, and every period's Δ is applied once, one period late,
+// to the anchor of that moment. When a period's Δ̄ is the whole way to the optimum (a quadratic), delay 0
+// is stable for α/λ < 2(1 + β) and delay 1 only for α/λ < 1 − β: λ 1 with the stale step oscillates and
+// diverges. The paper's Λ_t, meant to tame the staleness, is not in the code and not here.
+// The code averages the parameters; here the outer gradient travels instead (θ is identical everywhere,
+// so mean(θ − θ_i) = θ − mean θ_i in exact arithmetic): a lossy wire then rounds the update, not the
+// weights, and delay 0 with λ 1 and no clipping is exactly DiLoCo with heavy-ball momentum. The code's
+// clamp is a no-op (its result is dropped, and clipping is off by default); here φ clamps.
+// Wire per worker per period: 2(K-1)/K · P · b bytes each way; hidden behind τ steps of compute at delay 1.
 #include "algorithms/co2.hpp"
 
 #include <torch/utils.h>
@@ -74,16 +82,16 @@ class Co2 : public Policy {
     Sync sync = Sync::none;
     if (cfg_.delay == 0) {
       sync = apply(*round);
-    } else if (previous_) {
-      sync = apply(*previous_);
+    } else {
+      if (previous_) sync = apply(*previous_);
+      previous_ = std::move(round);  // waited on at the end of the next period
     }
-    if (cfg_.delay == 1) previous_ = std::move(round);
     for (size_t i = 0; i < anchor_.size(); ++i) ctx_.params[i].detach().copy_(anchor_[i]);
     return sync;
   }
 
-  // The last period's all-reduce is still in flight: apply it, and move the local parameters by the
-  // same step so that steps after the last period's end (if any) are kept.
+  // At delay 1 the last period's all-reduce is still in flight: apply it, and move the local parameters
+  // by the same step so that steps after the last period's end (if any) are kept.
   void finish() override {
     if (!previous_) return;
     std::vector<torch::Tensor> before;
@@ -112,7 +120,7 @@ class Co2 : public Policy {
   std::unique_ptr<torch::optim::Optimizer> inner_;
   std::vector<torch::Tensor> anchor_;    // θ: outer parameters, identical on every worker
   std::vector<torch::Tensor> momentum_;  // m
-  std::unique_ptr<Round> previous_;      // the all-reduce started at the end of the previous period
+  std::unique_ptr<Round> previous_;      // delay 1: the all-reduce started at the end of the previous period
 };
 
 }  // namespace

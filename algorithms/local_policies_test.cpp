@@ -84,7 +84,8 @@ TEST_CASE("streaming: co2: fedavg: entries parse with the papers' defaults and r
   CHECK(c.penalty == Co2Penalty::gap);
   CHECK(c.gap_penalty == doctest::Approx(1.0));
   CHECK(c.momentum_clip == doctest::Approx(1.0));
-  CHECK(c.delay == 1);
+  CHECK(c.delay == 0);  // the released code waits for the average at once; delay 1 is the paper's overlap
+  CHECK(std::get<Co2Config>(spec_from("name: co2\ndelay: 1\n").config).delay == 1);
   CHECK_THROWS_WITH(spec_from("name: co2\ndelay: 2\n"), doctest::Contains("delay: must be in [0, 1]"));
   CHECK_THROWS_WITH(spec_from("name: co2\npenalty: none\ngap_penalty: 2\n"), doctest::Contains("unknown key"));
 
@@ -165,16 +166,17 @@ TEST_CASE("streaming: each fragment's all-reduce starts at its offset and is wai
   CHECK(t.waits == std::vector<int64_t>{7, 11, 15, 18});
 }
 
-TEST_CASE("co2: the all-reduce of one period is waited on at the end of the next one") {
+TEST_CASE("co2: the all-reduce is waited on at once by default, at the end of the next period with delay 1") {
   torch::manual_seed(0);
   TinyLlama model(tiny_config());
-  ScheduleTransport delayed = schedule_of("name: co2\ninner_steps: 3\n", 10, model);
   std::vector<std::pair<int64_t, int64_t>> starts = {{3, model->num_params()}, {6, model->num_params()},
                                                      {9, model->num_params()}};
+  ScheduleTransport at_once = schedule_of("name: co2\ninner_steps: 3\n", 10, model);
+  CHECK(at_once.starts == starts);
+  CHECK(at_once.waits == std::vector<int64_t>{3, 6, 9});
+  ScheduleTransport delayed = schedule_of("name: co2\ninner_steps: 3\ndelay: 1\n", 10, model);
   CHECK(delayed.starts == starts);
   CHECK(delayed.waits == std::vector<int64_t>{6, 9, 11});  // the last one by finish()
-  ScheduleTransport at_once = schedule_of("name: co2\ninner_steps: 3\ndelay: 0\n", 10, model);
-  CHECK(at_once.waits == std::vector<int64_t>{3, 6, 9});
 }
 
 TEST_CASE("co2: with the penalty off and no delay it is DiLoCo with the same outer rule") {
@@ -182,12 +184,12 @@ TEST_CASE("co2: with the penalty off and no delay it is DiLoCo with the same out
   Outcome diloco = train(spec_from("name: diloco\ninner_steps: 2\nouter_lr: 0.7\nouter_momentum: 0.9\nnesterov: false\n"),
                          world, steps, plain_sgd(0.05));
   Outcome co2 = train(spec_from("name: co2\ninner_steps: 2\nouter_lr: 0.7\nouter_momentum: 0.9\npenalty: none\n"
-                                "momentum_clip: 0\ndelay: 0\n"),
+                                "momentum_clip: 0\n"),
                       world, steps, plain_sgd(0.05));
   CHECK(max_abs_diff(diloco.params, co2.params) < 1e-6);
   // The test can fail: the one-period delay and the gap penalty each change the result.
   Outcome delayed = train(spec_from("name: co2\ninner_steps: 2\nouter_lr: 0.7\nouter_momentum: 0.9\npenalty: none\n"
-                                    "momentum_clip: 0\n"),
+                                    "momentum_clip: 0\ndelay: 1\n"),
                           world, steps, plain_sgd(0.05));
   CHECK(max_abs_diff(diloco.params, delayed.params) > 1e-5);
   Outcome penalised = train(spec_from("name: co2\ninner_steps: 2\nouter_lr: 0.7\nouter_momentum: 0.9\n"
