@@ -90,6 +90,7 @@ C10dTransport::~C10dTransport() {
   // An earlier epoch's group may still hold works stuck on a lost peer until its timeout, and its
   // destructor would wait for them: those groups are left to the process's exit.
   for (auto& g : retired_) (void)g.release();
+  release_server();
 }
 
 double C10dTransport::now_s() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }

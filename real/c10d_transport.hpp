@@ -34,6 +34,8 @@ struct C10dJob {
   std::shared_ptr<Heartbeat> heartbeat;
   std::chrono::milliseconds watch{5000};             // a member silent this long is lost
   bool joining = false;                              // a restarted rank: no epoch 0; await_admission()
+  // Opens another connection to the job's store (rank 0's parameter server talks on its own).
+  std::function<c10::intrusive_ptr<c10d::Store>()> connect;
 };
 
 // Rejoining. Rank 0 sets "job/started" once epoch 0 is formed and keeps "group/current" = [epoch,
@@ -81,6 +83,11 @@ class C10dTransport : public Transport {
   Pending all_reduce_mean(std::vector<torch::Tensor>& xs, Wire w) override;
   Pending all_gather(const std::vector<torch::Tensor>& mine, double bytes,
                      std::vector<std::vector<torch::Tensor>>& out) override;
+  // Through the store (real/c10d_server.cpp): rank 0 hosts the server on a thread of its own.
+  bool push_pull(const std::vector<torch::Tensor>& up, std::vector<torch::Tensor>& down,
+                 const ServerExchange& exchange) override;
+  // Rank 0: waits until its server has told every rank to stop; its updates (empty without one).
+  std::vector<ServerUpdate> stop_server();
 
   // The original ranks in the group now, in rank order.
   const std::vector<int>& members() const { return members_; }
@@ -146,6 +153,11 @@ class C10dTransport : public Transport {
   int64_t fail_next_ = 0;                           // calls that still belong to the previous epoch
   std::vector<Loss> lost_;
   std::vector<Joined> joined_;
+  // The parameter server (rank 0) and this rank's pushes so far.
+  struct ServerThread;
+  std::shared_ptr<ServerThread> server_;
+  void release_server();  // a run that failed: the server thread, if any, is left to the exit
+  int64_t pushes_ = 0;
 };
 
 }  // namespace locosim

@@ -162,6 +162,7 @@ struct Outcome {
   int workers_joined = 0;
   int64_t useful_tokens = 0;
   double compute_wasted_s = 0;
+  std::vector<ServerUpdate> updates;  // the parameter server's (asynchronous policies), in order
 };
 
 void write_run_folder(const Scenario& scenario, const PolicySpec& policy, const Recorder& merged,
@@ -175,6 +176,7 @@ void write_run_folder(const Scenario& scenario, const PolicySpec& policy, const 
                   "# locosim-real run of policy '" + policy.label + "'\n" + scenario.resolved_yaml);
   write_metrics_csv(merged, (temp / "metrics.csv").string());
   write_events_csv(merged, (temp / "events.csv").string());
+  if (!outcome.updates.empty()) write_updates_csv(outcome.updates, (temp / "updates.csv").string());
   // The real backend sees no links: each worker's traffic is charged to its own access links.
   std::vector<std::string> hosts, names;
   std::vector<double> up_bps, down_bps;
@@ -257,6 +259,13 @@ void run_rank(const Scenario& scenario, const PolicySpec& policy, const RankEnv&
   Recorder recorder;
   C10dJob job{store, env.rank, env.world_size, gloo_device(env), timeout, heartbeat, watch};
   job.joining = rejoin;
+  job.connect = [&env, timeout] {
+    c10d::TCPStoreOptions client;
+    client.port = static_cast<uint16_t>(env.master_port);
+    client.waitWorkers = false;
+    client.timeout = timeout;
+    return c10::intrusive_ptr<c10d::Store>(c10::make_intrusive<c10d::TCPStore>(env.master_addr, client));
+  };
   C10dTransport transport(std::move(job), options.reduce, recorder);
   PolicyContext ctx{model->parameters(), &transport, scenario.train.optimizer, scenario.train.steps,
                     wire_scale(scenario, *model)};
@@ -325,7 +334,9 @@ void run_rank(const Scenario& scenario, const PolicySpec& policy, const RankEnv&
     store->set("left/" + std::to_string(env.rank), {1});
     return;
   }
-  // Rank 0: the rows of every rank, survivors' to the end, the lost ones' up to where they died.
+  // Rank 0: its parameter server's last replies, then the rows of every rank, survivors' to the end,
+  // the lost ones' up to where they died.
+  std::vector<ServerUpdate> updates = transport.stop_server();
   std::vector<int> others;
   for (int r : transport.members()) {
     if (r != 0) others.push_back(r);
@@ -348,6 +359,7 @@ void run_rank(const Scenario& scenario, const PolicySpec& policy, const RankEnv&
     }
   }
   Outcome outcome;
+  outcome.updates = std::move(updates);
   outcome.workers_lost = static_cast<int>(lost.size());
   outcome.workers_joined = static_cast<int>(transport.joined().size());
   for (const auto& lives : tallies) {
