@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <stdexcept>
 
 #include "report/output_file.hpp"
@@ -82,6 +84,30 @@ RunSummary summarize(const Recorder& recorder, const std::vector<std::string>& a
     s.final_train_loss += tail / static_cast<double>(n) / finished;
     s.final_eval_loss += rows.back()->eval_loss / finished;
   }
+  // The eval curve: rows in time order (by worker at equal times, as metrics.csv is per worker).
+  std::vector<const MetricRow*> evals;
+  for (const auto& m : recorder.metrics()) {
+    if (!std::isnan(m.eval_loss)) evals.push_back(&m);
+  }
+  std::stable_sort(evals.begin(), evals.end(), [](const MetricRow* a, const MetricRow* b) {
+    return a->time_s != b->time_s ? a->time_s < b->time_s : a->worker < b->worker;
+  });
+  // Workers that never evaluate (lost before their first evaluation) are left out of it.
+  std::vector<double> latest(workers, std::numeric_limits<double>::quiet_NaN());
+  std::set<int> evaluators;
+  for (const MetricRow* r : evals) evaluators.insert(r->worker);
+  size_t evaluated = 0;
+  for (size_t i = 0; i < evals.size(); ++i) {
+    if (std::isnan(latest[evals[i]->worker])) ++evaluated;
+    latest[evals[i]->worker] = evals[i]->eval_loss;
+    const bool last_at_this_time = i + 1 == evals.size() || evals[i + 1]->time_s != evals[i]->time_s;
+    if (evaluated < evaluators.size() || !last_at_this_time) continue;
+    double mean = 0;
+    for (double l : latest) {
+      if (!std::isnan(l)) mean += l / static_cast<double>(evaluated);
+    }
+    s.eval_curve.emplace_back(evals[i]->time_s, mean);
+  }
   if (target_loss) {
     // The first evaluation step at which the workers evaluated there average to the target.
     for (const auto& [step, rows] : evals_by_step) {
@@ -95,6 +121,15 @@ RunSummary summarize(const Recorder& recorder, const std::vector<std::string>& a
     }
   }
   return s;
+}
+
+std::optional<double> RunSummary::eval_loss_at(double time_s) const {
+  std::optional<double> loss;
+  for (const auto& [t, l] : eval_curve) {
+    if (t > time_s * (1 + 1e-12)) break;
+    loss = l;
+  }
+  return loss;
 }
 
 void set_goodput(RunSummary& s) {
@@ -144,6 +179,7 @@ void write_summary_json(const RunSummary& s, const std::string& path) {
                       {"target_loss", optional_json(s.target_loss)},
                       {"time_to_target_s", optional_json(s.time_to_target_s)},
                       {"params_fingerprint", s.params_fingerprint},
+                      {"eval_curve", s.eval_curve},
                       {"workers_lost", s.workers_lost},
                       {"workers_joined", s.workers_joined},
                       {"syncs_committed", s.syncs_committed},
@@ -181,6 +217,7 @@ RunSummary read_summary_json(const std::string& path) {
     s.target_loss = optional_from(j.at("target_loss"));
     s.time_to_target_s = optional_from(j.at("time_to_target_s"));
     s.params_fingerprint = j.value("params_fingerprint", "");
+    s.eval_curve = j.value("eval_curve", std::vector<std::pair<double, double>>{});
     s.workers_lost = j.value("workers_lost", 0);
     s.workers_joined = j.value("workers_joined", 0);
     s.syncs_committed = j.value("syncs_committed", int64_t{0});
@@ -289,19 +326,27 @@ std::string format_table(const std::vector<RunSummary>& unsorted) {
   size_t label_width = 6;
   for (const auto& r : rows) label_width = std::max(label_width, r.label.size());
   const std::string target = has_target ? fmt::format("to {:.2f}", *rows[0].target_loss) : "";
-  const char* line = "{:<{}}  {:>10}  {:>14}  {:>12}  {:>12}  {:>8}  {:>10}  {:>9}  {:>11}\n";
+  // Loss at equal wall-clock: every policy's eval curve read when the first one finished.
+  double first_done_s = 0;
+  for (const auto& r : rows) first_done_s = first_done_s == 0 ? r.wall_clock_s : std::min(first_done_s, r.wall_clock_s);
+  const bool at_equal_time = rows.size() > 1 && std::all_of(rows.begin(), rows.end(), [](const RunSummary& r) {
+    return !r.eval_curve.empty();
+  });
+  const char* line = "{:<{}}  {:>10}  {:>14}  {:>12}  {:>12}  {:>8}  {:>10}  {:>9}  {:>11}  {:>10}\n";
   std::string out = fmt::format(line, "policy", label_width, "wall-clock", "compute util", "MB sent", "MB recv",
-                                ddp ? "traffic" : "", "train loss", "eval loss", has_target ? "time " + target : "");
+                                ddp ? "traffic" : "", "train loss", "eval loss", has_target ? "time " + target : "",
+                                at_equal_time ? "eval loss" : "");
   out += fmt::format(line, "", label_width, "", "mean (min-max)", "per worker", "per worker", ddp ? "vs ddp" : "", "",
-                     "", "");
+                     "", "", at_equal_time ? "at " + human_time(first_done_s) : "");
   for (const auto& r : rows) {
     std::string to_target = !has_target ? "" : r.time_to_target_s ? human_time(*r.time_to_target_s) : "not reached";
-    out += fmt::format("{:<{}}  {:>10}  {:>14}  {:>12.1f}  {:>12.1f}  {:>8}  {:>10.3f}  {:>9.3f}  {:>11}\n", r.label,
-                       label_width, human_time(r.wall_clock_s),
+    const std::optional<double> at = at_equal_time ? r.eval_loss_at(first_done_s) : std::nullopt;
+    out += fmt::format("{:<{}}  {:>10}  {:>14}  {:>12.1f}  {:>12.1f}  {:>8}  {:>10.3f}  {:>9.3f}  {:>11}  {:>10}\n",
+                       r.label, label_width, human_time(r.wall_clock_s),
                        utilization_cell(r.compute_utilization, r.utilization_min, r.utilization_max,
                                         r.utilization_spread_known()),
                        r.sent_bytes_per_worker / 1e6, r.recv_bytes_per_worker / 1e6, relative(r), r.final_train_loss,
-                       r.final_eval_loss, to_target);
+                       r.final_eval_loss, to_target, at ? fmt::format("{:.3f}", *at) : at_equal_time ? "-" : "");
   }
   out += accelerator_block(rows, label_width);
   // On a changing world, a second block: what the changes cost each policy.

@@ -38,6 +38,9 @@ struct RunSummary {
   std::optional<double> target_loss;
   std::optional<double> time_to_target_s;  // first evaluation whose mean over workers reaches target_loss
   std::string params_fingerprint;     // of the first finished worker's final parameters: equal runs give equal prints
+  // (time, mean eval loss): at each evaluation, once every worker that evaluates at all has
+  // evaluated, the mean of each one's latest evaluation. Compares policies at equal wall-clock.
+  std::vector<std::pair<double, double>> eval_curve;
   // On a changing world (all zero on a static one):
   int workers_lost = 0;               // times a worker was lost (its host failed)
   int workers_joined = 0;             // times a worker joined the group mid-run (came back, or arrived late)
@@ -50,6 +53,8 @@ struct RunSummary {
   // False for a summary.json from before locosim recorded the spread over workers: utilization_min
   // and _max are then 0, and the breakdown by accelerator empty.
   bool utilization_spread_known() const { return !utilization_by_accelerator.empty(); }
+  // The mean eval loss at `time_s`: the curve's last point at or before it (nullopt before its first).
+  std::optional<double> eval_loss_at(double time_s) const;
   bool world_changed() const { return workers_lost + workers_joined + syncs_aborted > 0 || compute_wasted_s > 0; }
 };
 

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "tests/doctest_torch.hpp"
@@ -186,4 +187,39 @@ TEST_CASE("summary: the table shows min-max, and a block per accelerator type on
   CHECK(one_type.find("75.0% (50-100)") != std::string::npos);
   CHECK(one_type.find("h100 util") == std::string::npos);
   CHECK(one_type.find("\npolicy") == std::string::npos);
+}
+
+TEST_CASE("summary: the eval curve averages each worker's latest evaluation, and the table reads it at the first finish") {
+  Recorder rec;
+  rec.event({0, EventKind::compute, 0, 1, 0, -1});
+  rec.metric({1.0, 0, 5, 50, 3.0, 3.0});                             // worker 1 has not evaluated: no point
+  rec.metric({2.0, 1, 2, 20, 3.0, 4.0});                             // both have: (3 + 4) / 2
+  rec.metric({3.0, 0, 10, 100, 2.0, 2.0, Sync::none, /*last=*/true});  // (2 + 4) / 2
+  rec.metric({6.0, 1, 4, 40, 2.0, 1.0, Sync::none, /*last=*/true});    // (2 + 1) / 2
+  RunSummary s = summarize(rec, {"a", "b"}, std::nullopt);
+  REQUIRE(s.eval_curve.size() == 3);
+  CHECK(s.eval_curve[0] == std::pair<double, double>{2.0, 3.5});
+  CHECK(s.eval_curve[1] == std::pair<double, double>{3.0, 3.0});
+  CHECK(s.eval_curve[2] == std::pair<double, double>{6.0, 1.5});
+  CHECK_FALSE(s.eval_loss_at(1.5).has_value());
+  CHECK(*s.eval_loss_at(3.0) == 3.0);
+  CHECK(*s.eval_loss_at(5.9) == 3.0);
+  // A third worker lost before its first evaluation is left out of the curve, not waited for.
+  RunSummary with_lost = summarize(rec, {"a", "b", "c"}, std::nullopt);
+  CHECK(with_lost.eval_curve == s.eval_curve);
+  const fs::path dir = scratch("curve");
+  write_summary_json(s, (dir / "summary.json").string());
+  CHECK(read_summary_json((dir / "summary.json").string()).eval_curve == s.eval_curve);
+
+  RunSummary quick = s;
+  quick.label = "quick";
+  quick.wall_clock_s = 3.0;
+  s.label = "slow";
+  s.wall_clock_s = 6.0;
+  const std::string table = format_table({quick, s});
+  CHECK(table.find("at 3.0 s") != std::string::npos);
+  CHECK(std::count(table.begin(), table.end(), '\n') >= 4);
+  // Both rows read at 3 s: 3.000, where "slow" ends at 1.5.
+  CHECK(std::regex_search(table, std::regex("slow .* 1\\.500 +3\\.000\n")));
+  CHECK(std::regex_search(table, std::regex("quick .* 1\\.500 +3\\.000\n")));
 }
