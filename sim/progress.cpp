@@ -54,7 +54,9 @@ std::string progress_line(const std::string& name, int64_t step, int64_t steps, 
                           size_t name_width) {
   const int digits = static_cast<int>(std::to_string(steps).size());
   std::string eta = "?";
-  if (step > 0) eta = clock_time(elapsed_s * static_cast<double>(steps - step) / static_cast<double>(step));
+  // Worker 0's steps: under policies whose workers train different numbers of steps it may go past
+  // train.steps (a fast GPU in asynchronous DiLoCo) or end before it (a slow one in timed rounds).
+  if (step > 0) eta = clock_time(elapsed_s * static_cast<double>(std::max<int64_t>(0, steps - step)) / static_cast<double>(step));
   char buf[512];
   std::snprintf(buf, sizeof buf, "%-*s  step %*lld/%lld  sim %s  elapsed %s  eta %s", static_cast<int>(name_width),
                 name.c_str(), digits, static_cast<long long>(step), static_cast<long long>(steps),

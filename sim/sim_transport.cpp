@@ -242,6 +242,36 @@ Pending SimTransport::all_gather(const std::vector<torch::Tensor>& mine, double 
 }  // namespace locosim
 
 namespace locosim {
+namespace {
+
+// One message of `bytes` from rank `from` to rank `to`, sent or received by `self` (one of the two)
+// in its own actor; the other side runs in an actor on `other_host`. False if the flow failed (a cut
+// link, a host gone): the side that waits reports it.
+bool transfer(int self, int from, int to, sg4::Host* other_host, const std::string& tag, double bytes,
+              Recorder& recorder) {
+  auto side = [from, to, tag, bytes, &recorder](bool sends) {
+    if (sends) {
+      send_flow(from, to, tag, bytes, recorder);
+    } else {
+      recv_flow(from, to, tag, bytes, recorder);
+    }
+  };
+  const bool other_sends = self != from;
+  sg4::Actor::create(tag, other_host, [side, other_sends] {
+    try {
+      side(other_sends);
+    } catch (const simgrid::Exception&) {
+    }
+  });
+  try {
+    side(!other_sends);
+  } catch (const simgrid::Exception&) {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 // The push travels to the server's host and the reply back, each as one flow; in between the
 // worker waits for its window to close: when every worker still training has pushed into it, or
@@ -252,19 +282,8 @@ bool SimTransport::push_pull(const std::vector<torch::Tensor>& up, std::vector<t
   sg4::Host* server_host = world_.relay ? world_.relay : world_.hosts[0];
   Recorder* recorder = world_.recorder;
   const std::string tag = "push-" + std::to_string(rank_) + "-" + std::to_string(pushes_++);
-  const int rank = rank_;
   activity_ = "pushing to the server";
-  try {
-    if (server != rank_) {
-      sg4::Actor::create(tag + "-in", server_host, [=] {
-        try {
-          recv_flow(rank, server, tag + "/up", exchange.up_bytes, *recorder);
-        } catch (const simgrid::Exception&) {  // the push's failure is the worker's to report
-        }
-      });
-      send_flow(rank_, server, tag + "/up", exchange.up_bytes, *recorder);
-    }
-  } catch (const simgrid::Exception&) {
+  if (server != rank_ && !transfer(rank_, rank_, server, server_host, tag + "/up", exchange.up_bytes, *recorder)) {
     activity_.clear();
     return false;
   }
@@ -298,17 +317,7 @@ bool SimTransport::push_pull(const std::vector<torch::Tensor>& up, std::vector<t
   std::vector<torch::Tensor> reply = world_.window.take_reply(rank_);
 
   activity_ = "receiving the server's reply";
-  try {
-    if (server != rank_) {
-      sg4::Actor::create(tag + "-out", server_host, [=] {
-        try {
-          send_flow(server, rank, tag + "/down", exchange.down_bytes, *recorder);
-        } catch (const simgrid::Exception&) {
-        }
-      });
-      recv_flow(server, rank_, tag + "/down", exchange.down_bytes, *recorder);
-    }
-  } catch (const simgrid::Exception&) {
+  if (server != rank_ && !transfer(rank_, server, rank_, server_host, tag + "/down", exchange.down_bytes, *recorder)) {
     activity_.clear();
     return false;
   }

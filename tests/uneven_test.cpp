@@ -1,6 +1,7 @@
 // Uneven hardware end to end: two GPU types 2× apart on fast links. Synchronous DiLoCo makes the
 // fast GPUs wait for the slow ones; DiLoCo with timed rounds and asynchronous DiLoCo keep every GPU
 // busy. Expected values come from the platform (the speed ratio), not from a run.
+#include <cmath>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -190,5 +191,31 @@ TEST_CASE("uneven: bad timed-round and async entries fail with file, line and ke
     CHECK(r.exit_code == 2);
     CHECK(r.err.find("s.yaml:14:") != std::string::npos);
     CHECK(r.err.find(c.message) != std::string::npos);
+  }
+}
+
+TEST_CASE("uneven: timed rounds follow a GPU that slows down, and timed and async DiLoCo finish when a host is lost") {
+  // A fast GPU at half speed from 0.2 s is as slow as the slow ones: in the rounds that follow, the
+  // fastest member is the other fast GPU and worker 0 does the H/2 steps that fit.
+  const std::string slowed = run_uneven(
+      "uneven-slowed", replaced(uneven_yaml("  - {name: diloco, label: timed, inner_steps: 10, round: fastest}\n"),
+                                "policies:\n", "world:\n  events:\n    - {host: f-0, at: 0.2 s, speed: 0.5}\npolicies:\n"));
+  const auto at = sync_steps(read_file(slowed + "timed/metrics.csv"));
+  REQUIRE(at.at(0).size() == 4);
+  REQUIRE(at.at(1).size() == 4);
+  CHECK(at.at(1)[3] - at.at(1)[2] == kInnerSteps);      // the other fast GPU: H
+  CHECK(at.at(0)[3] - at.at(0)[2] == kInnerSteps / 2);  // the slowed one: what fits, as a slow GPU
+
+  const std::string lost = run_uneven(
+      "uneven-lost", replaced(uneven_yaml("  - {name: diloco, label: timed, inner_steps: 10, round: fastest}\n"
+                                          "  - {name: async_diloco, inner_steps: 10}\n"),
+                              "policies:\n", "world:\n  events:\n    - {host: s-1, at: 0.3 s, state: off}\npolicies:\n"));
+  for (const char* policy : {"timed", "async_diloco"}) {
+    CAPTURE(policy);
+    const std::string json = read_file(lost + policy + "/summary.json");
+    std::smatch m;
+    REQUIRE(std::regex_search(json, m, std::regex("\"final_eval_loss\": ([0-9.e+-]+)")));
+    CHECK(std::isfinite(std::stod(m[1])));
+    CHECK(json.find("\"workers_lost\": 1") != std::string::npos);
   }
 }
