@@ -9,7 +9,7 @@
 namespace locosim {
 
 bool Transport::push_pull(const std::vector<torch::Tensor>&, std::vector<torch::Tensor>&, const ServerExchange&) {
-  throw std::logic_error("this backend has no parameter server: asynchronous policies run on the simulator");
+  throw std::logic_error("this transport has no parameter server (Transport::push_pull)");
 }
 
 void ServerWindow::add(int rank, std::vector<torch::Tensor> up) { pushes_[rank] = std::move(up); }

@@ -83,6 +83,8 @@ struct C10dTransport::ServerThread {
       const int rank = static_cast<int>(order.at(0));
       push_of[rank] = order.at(1);
       window.add(rank, tensors_from(store->get(push_key(rank, order.at(1)))));
+      store->deleteKey(push_key(rank, order.at(1)));  // the store keeps only what is in flight
+      store->deleteKey(key);
       ++next;
       return true;
     };
@@ -137,6 +139,7 @@ bool C10dTransport::push_pull(const std::vector<torch::Tensor>& up, std::vector<
   const double replied = now_s();
   if (replied > sent) recorder_.event({rank(), EventKind::wait, sent, replied, 0, -1});
   down = tensors_from(job_.store->get(key));
+  job_.store->deleteKey(key);
   recorder_.event({rank(), EventKind::recv, replied, now_s(), exchange.down_bytes, 0});
   return true;
 }

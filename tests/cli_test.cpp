@@ -201,7 +201,10 @@ TEST_CASE("cli: a corpus that is not UTF-8 or too small is refused before anythi
 TEST_CASE("cli: a run writes a complete folder per policy and the same scenario twice gives identical files") {
   const std::string dir = scratch_dir("run");
   write_corpus(dir + "/corpus.txt", 20000);
-  write_file(dir + "/s.yaml", small_scenario_yaml());
+  // The policies whose workers train different numbers of steps, on the clock, too.
+  write_file(dir + "/s.yaml", small_scenario_yaml() +
+                                  "  - {name: diloco, label: timed, inner_steps: 4, round: fastest}\n"
+                                  "  - {name: async_diloco, inner_steps: 4}\n");
   CliResult first = run_locosim("run s.yaml -o a", dir);
   REQUIRE_MESSAGE(first.exit_code == 0, first.err);
   CHECK(first.out.find("diloco") != std::string::npos);
@@ -220,14 +223,16 @@ TEST_CASE("cli: a run writes a complete folder per policy and the same scenario 
   CHECK(metrics.rfind("time_s,worker,step,tokens,train_loss,eval_loss,sync\n", 0) == 0);
   CHECK(std::count(metrics.begin(), metrics.end(), '\n') == 1 + 2 * 12);
 
+  CHECK(fs::exists(dir + "/a/small/async_diloco/updates.csv"));
   CliResult second = run_locosim("run s.yaml -o b -j 1", dir);
   REQUIRE(second.exit_code == 0);
-  for (const char* policy : {"ddp", "diloco"}) {
+  for (const char* policy : {"ddp", "diloco", "timed", "async_diloco"}) {
     for (const char* file : {"metrics.csv", "events.csv", "summary.json", "resolved.yaml"}) {
       CAPTURE(file);
       CHECK(read_file(dir + "/a/small/" + policy + "/" + file) == read_file(dir + "/b/small/" + policy + "/" + file));
     }
   }
+  CHECK(read_file(dir + "/a/small/async_diloco/updates.csv") == read_file(dir + "/b/small/async_diloco/updates.csv"));
   fs::remove_all(dir);
 }
 
