@@ -200,6 +200,7 @@ void write_run_folder(const Scenario& scenario, const PolicySpec& policy, const 
   summary.useful_tokens = outcome.useful_tokens;
   summary.compute_wasted_s = outcome.compute_wasted_s;
   set_goodput(summary);
+  set_staleness(summary, outcome.updates);
   summary.label = policy.label;
   summary.policy = policy.name;
   summary.params_fingerprint = fingerprint;

@@ -132,6 +132,18 @@ std::optional<double> RunSummary::eval_loss_at(double time_s) const {
   return loss;
 }
 
+void set_staleness(RunSummary& s, const std::vector<ServerUpdate>& updates) {
+  if (updates.empty()) return;
+  int64_t total = 0, most = 0;
+  for (const ServerUpdate& u : updates) {
+    total += u.staleness;
+    most = std::max(most, u.staleness);
+  }
+  s.pushes_applied = static_cast<int64_t>(updates.size());
+  s.staleness_mean = static_cast<double>(total) / static_cast<double>(updates.size());
+  s.staleness_max = most;
+}
+
 void set_goodput(RunSummary& s) {
   s.goodput_tokens_per_s = s.wall_clock_s > 0 ? static_cast<double>(s.useful_tokens) / s.wall_clock_s : 0;
 }
@@ -186,7 +198,10 @@ void write_summary_json(const RunSummary& s, const std::string& path) {
                       {"syncs_aborted", s.syncs_aborted},
                       {"compute_wasted_s", s.compute_wasted_s},
                       {"useful_tokens", s.useful_tokens},
-                      {"goodput_tokens_per_s", s.goodput_tokens_per_s}};
+                      {"goodput_tokens_per_s", s.goodput_tokens_per_s},
+                      {"pushes_applied", s.pushes_applied ? nlohmann::json(*s.pushes_applied) : nlohmann::json()},
+                      {"staleness_mean", optional_json(s.staleness_mean)},
+                      {"staleness_max", s.staleness_max ? nlohmann::json(*s.staleness_max) : nlohmann::json()}};
   write_text_file(path, j.dump(2) + "\n");
 }
 
@@ -225,6 +240,13 @@ RunSummary read_summary_json(const std::string& path) {
     s.compute_wasted_s = j.value("compute_wasted_s", 0.0);
     s.useful_tokens = j.value("useful_tokens", int64_t{0});
     s.goodput_tokens_per_s = j.value("goodput_tokens_per_s", 0.0);
+    auto count = [&j](const char* key) -> std::optional<int64_t> {
+      if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
+      return j.at(key).get<int64_t>();
+    };
+    s.pushes_applied = count("pushes_applied");
+    s.staleness_max = count("staleness_max");
+    if (j.contains("staleness_mean")) s.staleness_mean = optional_from(j.at("staleness_mean"));
     return s;
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(path + ": not a locosim summary: " + e.what());

@@ -8,6 +8,7 @@
 #include <torch/types.h>
 
 #include "algorithms/recorder.hpp"
+#include "algorithms/transport.hpp"
 
 namespace locosim {
 
@@ -49,6 +50,11 @@ struct RunSummary {
   double compute_wasted_s = 0;        // compute thrown away, summed over workers (aborted syncs, work lost)
   int64_t useful_tokens = 0;          // tokens whose work reached a committed sync or the final model
   double goodput_tokens_per_s = 0;    // useful_tokens / wall_clock_s
+  // With a parameter server (asynchronous DiLoCo; null otherwise): the pushes it applied and their
+  // staleness (server updates since the pushing worker last heard from it), from updates.csv.
+  std::optional<int64_t> pushes_applied;
+  std::optional<double> staleness_mean;
+  std::optional<int64_t> staleness_max;
 
   // False for a summary.json from before locosim recorded the spread over workers: utilization_min
   // and _max are then 0, and the breakdown by accelerator empty.
@@ -72,6 +78,8 @@ std::string params_fingerprint(const std::vector<torch::Tensor>& params);
 RunSummary summarize(const Recorder& recorder, const std::vector<std::string>& accelerators,
                      std::optional<double> target_loss);
 void set_goodput(RunSummary& s);
+// Fills pushes_applied and the staleness fields from a parameter server's updates (none: left null).
+void set_staleness(RunSummary& s, const std::vector<ServerUpdate>& updates);
 
 void write_summary_json(const RunSummary& s, const std::string& path);
 RunSummary read_summary_json(const std::string& path);  // throws std::runtime_error naming the path

@@ -223,3 +223,23 @@ TEST_CASE("summary: the eval curve averages each worker's latest evaluation, and
   CHECK(std::regex_search(table, std::regex("slow .* 1\\.500 +3\\.000\n")));
   CHECK(std::regex_search(table, std::regex("quick .* 1\\.500 +3\\.000\n")));
 }
+
+TEST_CASE("summary: a parameter server's pushes give the staleness fields; without one they stay null") {
+  RunSummary s = summarize(uneven_recorder(), kUneven, std::nullopt);
+  set_staleness(s, {});
+  CHECK_FALSE(s.pushes_applied.has_value());
+  CHECK_FALSE(s.staleness_mean.has_value());
+  set_staleness(s, {{1.0, 0, 1, 0, 10}, {2.0, 1, 2, 1, 10}, {2.5, 2, 3, 2, 5}, {3.0, 0, 4, 2, 10}});
+  CHECK(*s.pushes_applied == 4);
+  CHECK(*s.staleness_mean == doctest::Approx(5.0 / 4));
+  CHECK(*s.staleness_max == 2);
+  const fs::path dir = scratch("staleness");
+  write_summary_json(s, (dir / "summary.json").string());
+  const RunSummary back = read_summary_json((dir / "summary.json").string());
+  CHECK(back.pushes_applied == s.pushes_applied);
+  CHECK(back.staleness_mean == s.staleness_mean);
+  CHECK(back.staleness_max == s.staleness_max);
+  RunSummary none = summarize(uneven_recorder(), kUneven, std::nullopt);
+  write_summary_json(none, (dir / "none.json").string());
+  CHECK_FALSE(read_summary_json((dir / "none.json").string()).staleness_max.has_value());
+}

@@ -145,6 +145,7 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
     summary.useful_tokens += t.tokens_committed;
   }
   set_goodput(summary);
+  if (world.server) set_staleness(summary, world.server->updates());
   const LinkReport links = link_meter.report(scenario.link_bucket_s, end_s);
   for (const LinkTraffic& l : links.links) {  // a worker's own link cut: on that worker's record
     if (l.worker < 0) continue;
