@@ -24,6 +24,7 @@
 // Wire per worker per period: 2(K-1)/K · P · b bytes each way; hidden behind τ steps of compute at delay 1.
 #include "algorithms/co2.hpp"
 
+#include <torch/serialize.h>
 #include <torch/utils.h>
 
 #include "config/section.hpp"
@@ -88,6 +89,22 @@ class Co2 : public Policy {
     }
     for (size_t i = 0; i < anchor_.size(); ++i) ctx_.params[i].detach().copy_(anchor_[i]);
     return sync;
+  }
+
+  // At delay 0, after a period every member holds the same anchor and momentum and nothing is in
+  // flight: a joiner takes them and the donor's inner optimizer state, as DiLoCo's. At delay 1 the
+  // next period's all-reduce is always in flight: a lost worker stays out.
+  bool handover_ready() const override { return cfg_.delay == 0; }
+  void save(torch::serialize::OutputArchive& archive) const override {
+    save_tensors(archive, "anchor", anchor_);
+    save_tensors(archive, "momentum", momentum_);
+    save_optimizer(archive, "inner", *inner_);
+  }
+  void load(torch::serialize::InputArchive& archive) override {
+    load_tensors(archive, "anchor", anchor_);
+    load_tensors(archive, "momentum", momentum_);
+    load_optimizer(archive, "inner", *inner_);
+    for (size_t i = 0; i < anchor_.size(); ++i) ctx_.params[i].detach().copy_(anchor_[i]);
   }
 
   // At delay 1 the last period's all-reduce is still in flight: apply it, and move the local parameters

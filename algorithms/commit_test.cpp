@@ -145,7 +145,7 @@ TEST_CASE("commit: co2 and streaming diloco skip a failed round without touching
 
 TEST_CASE("commit: a policy's handover state makes a fresh worker identical to the group") {
   for (const char* yaml : {"name: ddp\n", "{name: diloco, inner_steps: 2}\n", "{name: fedavg, inner_steps: 2}\n",
-                           "{name: demo, topk: 4}\n"}) {
+                           "{name: demo, topk: 4}\n", "{name: co2, inner_steps: 2}\n"}) {
     CAPTURE(yaml);
     torch::manual_seed(0);
     TinyLlama donor_model(tiny_config());

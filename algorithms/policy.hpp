@@ -49,8 +49,8 @@ class Policy {
   // returns true from handover_ready(): right after each of its syncs (committed or given up) it has
   // nothing in flight and holds the group's state. save() then writes everything a joiner needs
   // (parameters, optimizer and outer state) and the joiner's load() makes it a member in step with
-  // the group. Policies whose collectives overlap their compute (Streaming DiLoCo, CO2) never have
-  // such a point: a worker that leaves stays out.
+  // the group. Policies whose collectives overlap their compute (Streaming DiLoCo, CO2 at delay 1)
+  // never have such a point, and asynchronous DiLoCo does not hand over: a worker that leaves stays out.
   virtual bool handover_ready() const { return false; }
   virtual void save(torch::serialize::OutputArchive& /*archive*/) const {}
   virtual void load(torch::serialize::InputArchive& /*archive*/) {}

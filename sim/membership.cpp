@@ -75,7 +75,7 @@ void Membership::join(int rank) {
   SimWorker& w = workers_[rank];
   if (w.away_since_s < 0) w.away_since_s = sg4::Engine::get_clock();
   joining_.insert(rank);
-  if (!checkpoint_) {  // a policy that never hands over (Streaming DiLoCo, CO2): it stays out
+  if (!checkpoint_) {  // a policy that never hands over (Streaming DiLoCo, CO2 at delay 1, async DiLoCo): it stays out
     sg4::this_actor::suspend();
     return;
   }
