@@ -50,7 +50,7 @@ namespace {
 
 // What a push carries after the pseudo-gradient, and a reply after the model (float64).
 constexpr int kPushSteps = 0, kPushStepSeconds = 1, kPushMetaSize = 2;
-constexpr int kReplyVersion = 0, kReplyInnerSteps = 1, kReplyDone = 2, kReplyMetaSize = 3;
+constexpr int kReplyInnerSteps = 1, kReplyDone = 2, kReplyMetaSize = 3;  // after [0]: the version
 
 class Server : public ParameterServer {
  public:
@@ -161,11 +161,10 @@ class AsyncDiLoCo : public Policy {
     for (size_t i = 0; i < theta_.size(); ++i) {
       up.push_back(through_wire(theta_[i] - ctx_.params[i].detach(), cfg_.wire));
     }
+    ServerExchange exchange;
+    exchange.up_bytes = wire_bytes(up, cfg_.wire) * ctx_.wire_scale + 8 * kPushMetaSize;
     const double steps = static_cast<double>(steps_in_round_);
     up.push_back(torch::tensor({steps, round_compute_s_ / steps}, torch::kFloat64));
-    ServerExchange exchange;
-    exchange.up_bytes = wire_bytes(std::vector<torch::Tensor>(up.begin(), up.end() - 1), cfg_.wire) * ctx_.wire_scale +
-                        8 * kPushMetaSize;
     exchange.down_bytes = wire_bytes(theta_, WireFormat::fp32) * ctx_.wire_scale + 8 * kReplyMetaSize;
     exchange.grace_s = cfg_.grace_s;
     exchange.make_server = [this] {

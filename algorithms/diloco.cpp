@@ -16,9 +16,10 @@
 // Before the all-reduce the members all-gather (n_i, mean step time of the round): 16 bytes each.
 // With round: fastest, B = H × the fastest member's mean step time of the previous round; the first
 // round learns it from an all-gather after each worker's first step (the round's clock starts again
-// after that wait). On identical GPUs every worker does H steps a round: DiLoCo's rounds exactly. The run has ⌈train.steps / H⌉
-// rounds (train.steps is the fastest worker's step count), and the learning-rate schedule runs on the
-// round's position: round r's j-th step has the schedule's step r·H + min(j, H − 1).
+// after that wait). On identical GPUs every worker does H steps a round: DiLoCo's rounds exactly.
+// The run has ⌈train.steps / H⌉ rounds (train.steps is the fastest worker's step count), and the
+// learning-rate schedule runs on the round's position: round r's j-th step has the schedule's step
+// r·H + min(j, H − 1).
 #include "algorithms/diloco.hpp"
 
 #include <torch/serialize.h>

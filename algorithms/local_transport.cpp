@@ -25,8 +25,6 @@ struct Group {
   // The parameter server: with no clock, a window holds a push from every worker still training.
   std::unique_ptr<ParameterServer> server;
   ServerWindow window;
-  uint64_t windows_closed = 0;
-  int training = 0;  // workers the server has not told to stop
 };
 
 class LocalTransport : public Transport {
@@ -70,16 +68,13 @@ class LocalTransport : public Transport {
     for (const auto& x : up) copy.push_back(x.detach().clone());
     std::unique_lock<std::mutex> lock(group_.mutex);
     if (!group_.server) group_.server = exchange.make_server();
-    const uint64_t mine = group_.windows_closed;
+    const uint64_t mine = group_.window.closed();
     group_.window.add(rank_, std::move(copy));
-    if (static_cast<int>(group_.window.size()) == group_.training) {
-      const int pushed = static_cast<int>(group_.window.size());
+    if (static_cast<int>(group_.window.size()) == group_.world_size - group_.window.stopped_count()) {
       group_.window.close(*group_.server, 0);
-      if (group_.server->done()) group_.training -= pushed;
-      ++group_.windows_closed;
       group_.changed.notify_all();
     }
-    group_.changed.wait(lock, [&] { return group_.windows_closed > mine; });
+    group_.changed.wait(lock, [&] { return group_.window.closed() > mine; });
     down = group_.window.take_reply(rank_);
     return true;
   }
@@ -121,7 +116,6 @@ class LocalTransport : public Transport {
 void run_local_workers(int world_size, const std::function<void(Transport&)>& body) {
   Group group;
   group.world_size = world_size;
-  group.training = world_size;
   std::vector<std::exception_ptr> errors(world_size);
   std::vector<std::thread> threads;
   for (int r = 0; r < world_size; ++r) {

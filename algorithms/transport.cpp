@@ -3,7 +3,6 @@
 
 #include <torch/utils.h>
 
-#include <algorithm>
 #include <stdexcept>
 
 namespace locosim {
@@ -21,7 +20,9 @@ std::vector<int> ServerWindow::close(ParameterServer& server, double now_s) {
     ranks.push_back(rank);
   }
   for (int rank : ranks) replies_[rank] = server.reply(rank);
+  if (server.done()) stopped_.insert(ranks.begin(), ranks.end());
   pushes_.clear();
+  ++closed_;
   return ranks;
 }
 

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <vector>
 
@@ -133,14 +134,21 @@ class ServerWindow {
   size_t size() const { return pushes_.size(); }
   void add(int rank, std::vector<torch::Tensor> up);
   // Applies the pushes in rank order at `now_s` and keeps each one's reply; empties the window and
-  // returns the ranks it held.
+  // returns the ranks it held. If the server is then done, those ranks are told to stop.
   std::vector<int> close(ParameterServer& server, double now_s);
   // The reply kept for `rank` (taken once).
   std::vector<torch::Tensor> take_reply(int rank);
+  // Windows closed so far (a waiting worker's window has closed once this passes its value at its push).
+  uint64_t closed() const { return closed_; }
+  // Whether `rank` was told to stop; how many were.
+  bool stopped(int rank) const { return stopped_.count(rank) > 0; }
+  int stopped_count() const { return static_cast<int>(stopped_.size()); }
 
  private:
   std::map<int, std::vector<torch::Tensor>> pushes_;  // by rank
   std::map<int, std::vector<torch::Tensor>> replies_;
+  uint64_t closed_ = 0;
+  std::set<int> stopped_;
 };
 
 bool commit_or_redo(const std::function<Pending()>& attempt, int max_attempts = 3);

@@ -9,6 +9,7 @@
 // pushes of other ranks wait in the store) and ends once every rank was told to stop.
 #include <torch/utils.h>
 
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <thread>
@@ -66,14 +67,14 @@ std::string reply_key(int rank, int64_t n) { return "ps/reply/" + std::to_string
 struct C10dTransport::ServerThread {
   std::unique_ptr<ParameterServer> server;
   std::thread thread;
-  std::string error;  // what stopped the thread, if it failed
+  std::string error;                // what stopped the thread: written before `failed` is set
+  std::atomic<bool> failed{false};  // read by rank 0's worker while the thread runs
 
   void run(c10::intrusive_ptr<c10d::Store> store, int world_size, double grace_s, std::chrono::milliseconds timeout,
            const Clock::time_point start) {
     auto now_s = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
     ServerWindow window;
     std::map<int, int64_t> push_of;  // the window's pushes: rank -> its push number
-    int training = world_size;
     int64_t next = 1;
     // Reads the order numbered `next` if it is there; false if not (yet).
     auto read_next = [&]() {
@@ -89,23 +90,23 @@ struct C10dTransport::ServerThread {
       return true;
     };
     try {
-      while (training > 0) {
+      while (window.stopped_count() < world_size) {
         const auto waited_since = Clock::now();
         while (!read_next()) {
           if (Clock::now() - waited_since > timeout * 10) throw std::runtime_error("no push arrived for 10 timeouts");
           std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
         const double window_end = now_s() + grace_s;
-        while (static_cast<int>(window.size()) < training && now_s() < window_end) {
+        while (static_cast<int>(window.size()) < world_size - window.stopped_count() && now_s() < window_end) {
           if (!read_next()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
         const std::vector<int> ranks = window.close(*server, now_s());
-        if (server->done()) training -= static_cast<int>(ranks.size());
         for (int rank : ranks) store->set(reply_key(rank, push_of.at(rank)), tensor_bytes(window.take_reply(rank)));
         push_of.clear();
       }
     } catch (const std::exception& e) {
       error = e.what();
+      failed.store(true, std::memory_order_release);
     }
   }
 };
@@ -133,7 +134,9 @@ bool C10dTransport::push_pull(const std::vector<torch::Tensor>& up, std::vector<
       job_.store->wait({key});
       break;
     } catch (const std::exception&) {
-      if (server_ && !server_->error.empty()) throw std::runtime_error("parameter server: " + server_->error);
+      if (server_ && server_->failed.load(std::memory_order_acquire)) {
+        throw std::runtime_error("parameter server: " + server_->error);
+      }
     }
   }
   const double replied = now_s();
@@ -151,7 +154,7 @@ void C10dTransport::release_server() {
 std::vector<ServerUpdate> C10dTransport::stop_server() {
   if (!server_) return {};
   server_->thread.join();
-  if (!server_->error.empty()) throw std::runtime_error("parameter server: " + server_->error);
+  if (server_->failed) throw std::runtime_error("parameter server: " + server_->error);
   return server_->server->updates();
 }
 

@@ -192,8 +192,9 @@ static KillResult spawn_and_kill(const std::string& dir, const std::string& yaml
 }
 
 // The last step of each worker in metrics.csv (time_s,worker,step,...).
-static std::map<int, int64_t> last_steps(const std::string& metrics_csv) {
-  std::map<int, int64_t> last;
+// metrics.csv's (worker, step) of each row, in file order.
+static std::vector<std::pair<int, int64_t>> worker_steps(const std::string& metrics_csv) {
+  std::vector<std::pair<int, int64_t>> rows;
   std::istringstream in(metrics_csv);
   std::string line;
   std::getline(in, line);  // header
@@ -203,9 +204,14 @@ static std::map<int, int64_t> last_steps(const std::string& metrics_csv) {
     std::getline(fields, time, ',');
     std::getline(fields, worker, ',');
     std::getline(fields, step, ',');
-    int64_t& s = last[std::stoi(worker)];
-    s = std::max<int64_t>(s, std::stoll(step));
+    rows.emplace_back(std::stoi(worker), std::stoll(step));
   }
+  return rows;
+}
+
+static std::map<int, int64_t> last_steps(const std::string& metrics_csv) {
+  std::map<int, int64_t> last;
+  for (const auto& [worker, step] : worker_steps(metrics_csv)) last[worker] = std::max(last[worker], step);
   return last;
 }
 
@@ -342,18 +348,8 @@ TEST_CASE("real: a killed rank that is restarted rejoins the group") {
   const std::string metrics = read_file(run + "/metrics.csv");
   // Rank 1's steps: its first life's from 1, then from where it went back in to the last.
   std::vector<int64_t> steps_1;
-  {
-    std::istringstream in(metrics);
-    std::string line;
-    std::getline(in, line);
-    while (std::getline(in, line)) {
-      std::istringstream f(line);
-      std::string time, worker, step;
-      std::getline(f, time, ',');
-      std::getline(f, worker, ',');
-      std::getline(f, step, ',');
-      if (worker == "1") steps_1.push_back(std::stoll(step));
-    }
+  for (const auto& [worker, step] : worker_steps(metrics)) {
+    if (worker == 1) steps_1.push_back(step);
   }
   std::sort(steps_1.begin(), steps_1.end());
   REQUIRE(!steps_1.empty());

@@ -150,10 +150,14 @@ void set_goodput(RunSummary& s) {
 
 namespace {
 
-nlohmann::json optional_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+template <class T>
+nlohmann::json optional_json(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json();
+}
 
-std::optional<double> optional_from(const nlohmann::json& j) {
-  return j.is_null() ? std::nullopt : std::optional<double>(j.get<double>());
+template <class T = double>
+std::optional<T> optional_from(const nlohmann::json& j) {
+  return j.is_null() ? std::nullopt : std::optional<T>(j.get<T>());
 }
 
 }  // namespace
@@ -199,9 +203,9 @@ void write_summary_json(const RunSummary& s, const std::string& path) {
                       {"compute_wasted_s", s.compute_wasted_s},
                       {"useful_tokens", s.useful_tokens},
                       {"goodput_tokens_per_s", s.goodput_tokens_per_s},
-                      {"pushes_applied", s.pushes_applied ? nlohmann::json(*s.pushes_applied) : nlohmann::json()},
+                      {"pushes_applied", optional_json(s.pushes_applied)},
                       {"staleness_mean", optional_json(s.staleness_mean)},
-                      {"staleness_max", s.staleness_max ? nlohmann::json(*s.staleness_max) : nlohmann::json()}};
+                      {"staleness_max", optional_json(s.staleness_max)}};
   write_text_file(path, j.dump(2) + "\n");
 }
 
@@ -240,13 +244,9 @@ RunSummary read_summary_json(const std::string& path) {
     s.compute_wasted_s = j.value("compute_wasted_s", 0.0);
     s.useful_tokens = j.value("useful_tokens", int64_t{0});
     s.goodput_tokens_per_s = j.value("goodput_tokens_per_s", 0.0);
-    auto count = [&j](const char* key) -> std::optional<int64_t> {
-      if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
-      return j.at(key).get<int64_t>();
-    };
-    s.pushes_applied = count("pushes_applied");
-    s.staleness_max = count("staleness_max");
-    if (j.contains("staleness_mean")) s.staleness_mean = optional_from(j.at("staleness_mean"));
+    s.pushes_applied = optional_from<int64_t>(j.value("pushes_applied", nlohmann::json()));  // absent before them
+    s.staleness_mean = optional_from(j.value("staleness_mean", nlohmann::json()));
+    s.staleness_max = optional_from<int64_t>(j.value("staleness_max", nlohmann::json()));
     return s;
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(path + ": not a locosim summary: " + e.what());

@@ -295,20 +295,20 @@ bool SimTransport::push_pull(const std::vector<torch::Tensor>& up, std::vector<t
     world_.window_closed = sg4::ConditionVariable::create();
   }
   if (!world_.window.open()) world_.window_end_s = at + exchange.grace_s;
-  const uint64_t mine = world_.windows_closed;
+  const uint64_t mine = world_.window.closed();
   std::vector<torch::Tensor> copy;
   for (const auto& x : up) copy.push_back(x.detach().clone());
   world_.window.add(rank_, std::move(copy));
   size_t training = 0;
-  for (int r : world_.members()) training += world_.stopped.count(r) == 0 ? 1 : 0;
+  for (int r : world_.members()) training += world_.window.stopped(r) ? 0 : 1;
   activity_ = "waiting for the server's window to close";
   if (world_.window.size() >= training) {
     close_window();
   } else {
     std::unique_lock<sg4::Mutex> lock(*world_.window_mutex);
-    while (world_.windows_closed == mine) {
+    while (world_.window.closed() == mine) {
       if (world_.window_closed->wait_until(lock, world_.window_end_s) == std::cv_status::timeout &&
-          world_.windows_closed == mine) {
+          world_.window.closed() == mine) {
         close_window();
       }
     }
@@ -327,9 +327,7 @@ bool SimTransport::push_pull(const std::vector<torch::Tensor>& up, std::vector<t
 }
 
 void SimTransport::close_window() {
-  const std::vector<int> ranks = world_.window.close(*world_.server, now_s());
-  if (world_.server->done()) world_.stopped.insert(ranks.begin(), ranks.end());
-  ++world_.windows_closed;
+  (void)world_.window.close(*world_.server, now_s());
   world_.window_closed->notify_all();
 }
 

@@ -55,8 +55,6 @@ struct SimWorld {
   std::unique_ptr<ParameterServer> server;
   ServerWindow window;
   double window_end_s = 0;         // when the open window closes at the latest
-  uint64_t windows_closed = 0;
-  std::set<int> stopped;           // workers the server told to stop
   simgrid::s4u::MutexPtr window_mutex;
   simgrid::s4u::ConditionVariablePtr window_closed;
 
