@@ -6,10 +6,11 @@ set -euo pipefail
 packages=(
   build-essential cmake make pkg-config
   libsimgrid-dev libtorch-dev libeigen3-dev libyaml-cpp-dev doctest-dev
-  libopenblas0-openmp libgloo-dev libcli11-dev libfmt-dev nlohmann-json3-dev
+  libopenblas0-openmp libgloo-dev libcli11-dev libfmt-dev nlohmann-json3-dev libssl-dev
   bible-kjv
   clang libclang-rt-dev
   python3-pandas python3-matplotlib jupyter-nbconvert python3-ipykernel
+  slurmctld slurmd slurm-client munge  # the private test cluster of scripts/slurm-cluster.sh
 )
 
 missing=()

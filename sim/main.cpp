@@ -2,11 +2,17 @@
 //   locosim run scenarios/quickstart.yaml      run every policy (at every sweep point), print the comparison
 //   locosim check scenarios/*.yaml             validate only (every sweep point too)
 //   locosim report runs/quickstart             print a finished run's table(s)
+//   locosim run s.yaml --shard 2/8             run one part of a sweep (another machine runs another)
+//   locosim merge s.yaml                       assemble the summaries from the finished runs
+//   locosim submit s.yaml                      run a sweep as a SLURM job array, then merge
+// A run already finished (its folder holds the same scenario hash) is not computed again (--force).
 // Exit codes: 0 done, 1 a run failed, 2 bad input (the message names file:line:column and key),
 // 128 + N stopped by signal N (children stopped, unfinished folders removed).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 
@@ -18,6 +24,7 @@
 #include "sim/progress.hpp"
 #include "sim/report.hpp"
 #include "sim/run.hpp"
+#include "sim/slurm.hpp"
 #include "sim/sweep.hpp"
 
 using namespace locosim;
@@ -47,19 +54,16 @@ int check(const std::vector<std::string>& files) {
 
 // Refuses (exit 2) a run whose estimate exceeds the machine's memory or disk, unless forced; notes
 // large runs. Nothing has been written yet.
-void check_fits(const Sweep& sweep, const RunOptions& options, bool force) {
+void check_fits(const std::vector<PlannedRun>& plan, const RunOptions& options, bool force) {
   std::vector<RunEstimate> runs;
-  for (const SweepPoint& point : sweep.points) {
-    for (const PolicySpec* p : selected_policies(point.scenario, options.only_labels)) {
-      runs.push_back(estimate_policy_run(point.scenario, *p));
-    }
+  for (const PlannedRun& run : plan) {
+    if (options.recompute || !run.finished) runs.push_back(estimate_policy_run(run.point->scenario, *run.policy));
   }
   const std::string note = check_run_fits(runs, effective_jobs(options), machine_room(options.output_root), force);
   if (!note.empty()) std::printf("%s\n", note.c_str());
 }
 
-int run(const std::string& file, const RunOptions& options, const std::optional<std::string>& link_bucket,
-        bool force) {
+Sweep load_for_run(const std::string& file, const std::optional<std::string>& link_bucket) {
   Sweep sweep = load_sweep(file);
   if (link_bucket) {
     std::string why;
@@ -67,23 +71,88 @@ int run(const std::string& file, const RunOptions& options, const std::optional<
     if (!bucket_s || *bucket_s <= 0) throw std::invalid_argument("--link-bucket " + *link_bucket + ": " + (why.empty() ? "must be > 0" : why));
     for (auto& point : sweep.points) point.scenario.link_bucket_s = *bucket_s;
   }
+  return sweep;
+}
+
+void print_tables(const Sweep& sweep, const Merged& merged) {
+  for (size_t i = 0; i < merged.tables.size(); ++i) {
+    if (merged.tables[i].empty()) continue;
+    if (sweep.keys.empty()) {
+      std::printf("\n%s", format_table(merged.tables[i]).c_str());
+    } else {
+      std::printf("\npoint %s\n%s", sweep.points[i].name.c_str(), format_table(merged.tables[i]).c_str());
+    }
+  }
+}
+
+size_t count_finished(const std::vector<PlannedRun>& plan) {
+  return static_cast<size_t>(std::count_if(plan.begin(), plan.end(), [](const PlannedRun& r) { return r.finished; }));
+}
+
+int run(const std::string& file, const RunOptions& options, const std::optional<std::string>& link_bucket) {
+  const Sweep sweep = load_for_run(file, link_bucket);
+  const std::vector<PlannedRun> plan = plan_runs(sweep, options);
   const Scenario& first = sweep.points.front().scenario;
-  check_fits(sweep, options, force);
+  check_fits(plan, options, options.recompute);
   std::printf("%s: %d workers, %zu policies, %lld steps each", first.name.c_str(), first.world_size(),
               first.policies.size(), static_cast<long long>(first.train.steps));
   if (!sweep.keys.empty()) std::printf(", %zu sweep points", sweep.points.size());
+  if (options.shard.count > 1) std::printf(", shard %d/%d: %zu runs", options.shard.index, options.shard.count, plan.size());
   std::printf("\n");
-  std::fflush(stdout);
-  if (sweep.keys.empty()) {
-    std::vector<RunSummary> rows = run_scenario(first, options);
-    std::printf("\n%s", format_table(rows).c_str());
-  } else {
-    std::vector<std::vector<RunSummary>> tables = run_sweep(sweep, options);
-    for (size_t i = 0; i < tables.size(); ++i) {
-      std::printf("\npoint %s\n%s", sweep.points[i].name.c_str(), format_table(tables[i]).c_str());
-    }
+  const size_t finished = count_finished(plan);
+  if (finished > 0 && !options.recompute) {
+    std::printf("%zu of %zu runs finished earlier (same scenario hash): not computed again (--force recomputes them)\n",
+                finished, plan.size());
   }
-  std::printf("\nrun folder: %s/%s\n", options.output_root.c_str(), first.name.c_str());
+  std::fflush(stdout);
+  run_planned(plan, options);
+  const std::string root = options.output_root + "/" + first.name;
+  if (options.shard.count > 1) {
+    std::printf("shard %d/%d done; once every shard is, `locosim merge %s -o %s` writes the summaries\n",
+                options.shard.index, options.shard.count, file.c_str(), options.output_root.c_str());
+    return 0;
+  }
+  print_tables(sweep, merge_runs(sweep, options));
+  std::printf("\nrun folder: %s\n", root.c_str());
+  return 0;
+}
+
+// Exit 0 when every selected run is finished, 1 when some are missing (they are listed).
+int merge(const std::string& file, const RunOptions& options) {
+  const Sweep sweep = load_sweep(file);
+  const Merged merged = merge_runs(sweep, options);
+  print_tables(sweep, merged);
+  if (merged.missing.empty()) {
+    std::printf("\nrun folder: %s/%s\n", options.output_root.c_str(), sweep.points.front().scenario.name.c_str());
+    return 0;
+  }
+  std::string list;
+  for (size_t i = 0; i < merged.missing.size() && i < 20; ++i) list += (i ? ", " : "") + merged.missing[i];
+  if (merged.missing.size() > 20) list += ", ...";
+  std::fprintf(stderr, "locosim: %zu runs are not finished (%s); `locosim run %s` or `locosim submit %s` computes them\n",
+               merged.missing.size(), list.c_str(), file.c_str(), file.c_str());
+  return 1;
+}
+
+int submit(const std::string& file, const RunOptions& options, const SlurmOptions& slurm) {
+  const Sweep sweep = load_sweep(file);
+  const std::vector<PlannedRun> plan = plan_runs(sweep, options);
+  const std::string program = std::filesystem::read_symlink("/proc/self/exe").string();
+  const SlurmJobs jobs = submit_to_slurm(program, file, plan, options, slurm);
+  if (jobs.tasks == 0) {
+    std::printf("all %zu runs are finished: nothing to submit (`locosim merge %s` writes the summaries)\n", plan.size(),
+                file.c_str());
+    return 0;
+  }
+  std::printf("%zu of %zu runs in %zu array tasks: %s\nmerge when the array has ended: %s\n", jobs.runs, plan.size(),
+              jobs.tasks, jobs.array_script.c_str(), jobs.merge_script.c_str());
+  if (jobs.array_job.empty()) {
+    std::printf("not submitted%s: sbatch %s, then sbatch --dependency=afterany:<its job id> %s\n",
+                slurm.submit ? " (no sbatch on PATH)" : "", jobs.array_script.c_str(), jobs.merge_script.c_str());
+  } else {
+    std::printf("submitted: job array %s, merge job %s (logs in %s)\n", jobs.array_job.c_str(), jobs.merge_job.c_str(),
+                jobs.array_script.parent_path().append("logs").c_str());
+  }
   return 0;
 }
 
@@ -97,7 +166,7 @@ int main(int argc, char** argv) {
   std::string run_file;
   RunOptions options;
   std::optional<std::string> link_bucket;
-  bool no_progress = false, force = false;
+  bool no_progress = false;
   CLI::App* run_cmd = app.add_subcommand("run", "simulate every policy of a scenario and print the comparison");
   run_cmd->add_option("scenario", run_file, "scenario YAML file")->required();
   run_cmd->add_option("-o,--output", options.output_root, "folder for run folders (default: runs)");
@@ -105,7 +174,30 @@ int main(int argc, char** argv) {
   run_cmd->add_option("-j,--jobs", options.jobs, "policies simulated at once (default: one per core)");
   run_cmd->add_option("--link-bucket", link_bucket, "time bucket of links.csv, e.g. '10 s' (default: the scenario's)");
   run_cmd->add_flag("--no-progress", no_progress, "no live progress lines (never shown off a terminal or in CI)");
-  run_cmd->add_flag("--force", force, "run even if the estimate says memory or disk will not suffice");
+  run_cmd->add_flag("--force", options.recompute,
+                    "compute again runs already finished, and run even if the estimate says memory or disk will not suffice");
+  std::string shard;
+  run_cmd->add_option("--shard", shard, "run only part i of n of the runs (i/n, 0 <= i < n); `locosim merge` assembles them");
+
+  std::string merge_file;
+  RunOptions merge_options;
+  CLI::App* merge_cmd = app.add_subcommand("merge", "write a sweep's summaries from its finished runs (after shards)");
+  merge_cmd->add_option("scenario", merge_file, "scenario YAML file")->required();
+  merge_cmd->add_option("-o,--output", merge_options.output_root, "folder for run folders (default: runs)");
+  merge_cmd->add_option("-p,--policy", merge_options.only_labels, "only the policy with this label (repeatable)");
+
+  std::string submit_file;
+  RunOptions submit_options;
+  SlurmOptions slurm;
+  bool no_submit = false;
+  CLI::App* submit_cmd = app.add_subcommand("submit", "run a scenario's sweep as a SLURM job array, then merge");
+  submit_cmd->add_option("scenario", submit_file, "scenario YAML file")->required();
+  submit_cmd->add_option("-o,--output", submit_options.output_root, "folder for run folders (default: runs)");
+  submit_cmd->add_option("-p,--policy", submit_options.only_labels, "only the policy with this label (repeatable)");
+  submit_cmd->add_option("--sbatch", slurm.sbatch_options, "an sbatch option for both jobs, e.g. --sbatch=--time=2:00:00 (repeatable)");
+  submit_cmd->add_option("--max-tasks", slurm.max_tasks, "array tasks at most (default 1000)")->check(CLI::PositiveNumber);
+  submit_cmd->add_flag("--force", submit_options.recompute, "compute again runs already finished");
+  submit_cmd->add_flag("--no-submit", no_submit, "only write the job scripts");
 
   std::vector<std::string> check_files;
   CLI::App* check_cmd = app.add_subcommand("check", "validate scenario files without running them");
@@ -128,8 +220,14 @@ int main(int argc, char** argv) {
       std::printf("%s", report_run_folder(report_dir).c_str());
       return 0;
     }
+    if (*merge_cmd) return merge(merge_file, merge_options);
+    if (*submit_cmd) {
+      slurm.submit = !no_submit;
+      return submit(submit_file, submit_options, slurm);
+    }
+    if (!shard.empty()) options.shard = parse_shard(shard);
     options.live_progress = !no_progress && wants_live_progress();
-    return run(run_file, options, link_bucket, force);
+    return run(run_file, options, link_bucket);
   } catch (const Interrupted& e) {
     std::fprintf(stderr, "locosim: %s\n", e.what());
     return 128 + e.signal();

@@ -1,5 +1,5 @@
-// run_scenario and run_sweep: a pool of child processes, one per (point, policy), with progress
-// through pipes; then the summary files (sim/report.cpp reads them back).
+// plan_runs, run_planned and merge_runs: a pool of child processes, one per (point, policy), with
+// progress through pipes; then the summary files (sim/report.cpp reads them back).
 #include "sim/run.hpp"
 
 #include <fcntl.h>
@@ -23,6 +23,7 @@
 #include "report/run_folder.hpp"
 #include "report/stop_signals.hpp"
 #include "sim/progress.hpp"
+#include "sim/resume.hpp"
 #include "sim/simulate.hpp"
 
 namespace locosim {
@@ -31,25 +32,18 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// One policy of one scenario (or sweep point), to be simulated into `dir`.
-struct Task {
-  const Scenario* scenario = nullptr;
-  const PolicySpec* policy = nullptr;
-  fs::path dir;            // its final place: child_path of a locosim folder
-  std::string name;  // in progress lines: the label, or point/label
-};
-
-
 // The child: simulate, write, report steps on `progress_fd` ("<step> <time_s>\n", at most 5 a second),
 // and leave without running the parent's destructors (the parent's StagedFolders are its own).
-[[noreturn]] void child(const Task& task, const std::string& dir, int progress_fd) {
+[[noreturn]] void child(const PlannedRun& task, const std::string& dir, int progress_fd) {
   int code = 0;
   try {
+    const Scenario& scenario = task.point->scenario;
     write_text_file(dir + "/resolved.yaml",
-                    "# locosim run of policy '" + task.policy->label + "'\n" + task.scenario->resolved_yaml);
-    const int64_t steps = task.scenario->train.steps;
+                    "# locosim run of policy '" + task.policy->label + "'\n" + scenario.resolved_yaml);
+    write_text_file(dir + "/" + kScenarioHashFile, task.hash + "\n");
+    const int64_t steps = scenario.train.steps;
     Clock::time_point last = Clock::now() - std::chrono::seconds(1);
-    simulate_policy(*task.scenario, *task.policy, dir, [&](int64_t step, double time_s) {
+    simulate_policy(scenario, *task.policy, dir, [&](int64_t step, double time_s) {
       if (step < steps && Clock::now() - last < std::chrono::milliseconds(200)) return;
       last = Clock::now();
       char line[64];
@@ -66,7 +60,7 @@ struct Task {
 }
 
 struct Running {
-  const Task* task = nullptr;
+  const PlannedRun* task = nullptr;
   std::unique_ptr<StagedFolder> staged;  // where the child writes; committed when it exits with 0
   int fd = -1;             // the read end of the child's progress pipe; -1 once it hit end of file
   std::string pending;     // a partial line
@@ -109,10 +103,10 @@ void stop_all(std::map<pid_t, Running>& running) {
 
 // Runs the tasks, at most `jobs` at once; throws std::runtime_error naming the failed ones, or
 // Interrupted (after stopping the children and removing their folders) on SIGINT, SIGTERM or SIGHUP.
-void run_tasks(const std::vector<Task>& tasks, const RunOptions& options) {
+void run_tasks(const std::vector<const PlannedRun*>& tasks, const RunOptions& options) {
   const int jobs = effective_jobs(options);
   size_t name_width = 6;
-  for (const auto& t : tasks) name_width = std::max(name_width, t.name.size());
+  for (const PlannedRun* t : tasks) name_width = std::max(name_width, t->name.size());
 
   StopSignals stop_signals;
   ProgressBoard board(stdout, options.live_progress);
@@ -124,7 +118,7 @@ void run_tasks(const std::vector<Task>& tasks, const RunOptions& options) {
     while (done < tasks.size()) {
       if (const int signal = StopSignals::received()) throw Interrupted(signal);
       while (next < tasks.size() && static_cast<int>(running.size()) < jobs) {
-        const Task& t = tasks[next++];
+        const PlannedRun& t = *tasks[next++];
         auto staged = std::make_unique<StagedFolder>(t.dir);
         int fds[2];
         if (pipe(fds) != 0) throw std::runtime_error("cannot create a pipe for policy " + t.name);
@@ -161,7 +155,7 @@ void run_tasks(const std::vector<Task>& tasks, const RunOptions& options) {
           continue;
         }
         if (r.fd >= 0) close(r.fd);
-        const Task& t = *r.task;
+        const PlannedRun& t = *r.task;
         ++done;
         const double elapsed = std::chrono::duration<double>(Clock::now() - r.started).count();
         if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
@@ -179,7 +173,7 @@ void run_tasks(const std::vector<Task>& tasks, const RunOptions& options) {
       std::vector<std::string> lines;
       for (const auto& [pid, r] : running) {
         const double elapsed = std::chrono::duration<double>(Clock::now() - r.started).count();
-        lines.push_back(progress_line(r.task->name, r.step, r.task->scenario->train.steps, r.sim_s, elapsed, name_width));
+        lines.push_back(progress_line(r.task->name, r.step, r.task->point->scenario.train.steps, r.sim_s, elapsed, name_width));
       }
       board.draw(lines);
     }
@@ -196,25 +190,18 @@ void run_tasks(const std::vector<Task>& tasks, const RunOptions& options) {
   }
 }
 
-std::vector<RunSummary> read_summaries(const std::vector<Task>& tasks) {
-  std::vector<RunSummary> rows;
-  for (const Task& t : tasks) rows.push_back(read_summary_json((t.dir / "summary.json").string()));
-  return rows;
-}
-
-// Writes through a temporary file renamed into place.
-void write_summaries(const std::vector<RunSummary>& rows, const fs::path& path) {
-  const fs::path tmp = path.parent_path() / ("." + path.filename().string() + ".tmp");
-  write_summary_csv(rows, tmp.string());
+// Writes through a temporary file (named for this process: shards may merge at once) renamed into place.
+void write_file_atomically(const fs::path& path, const std::string& text) {
+  const fs::path tmp = path.parent_path() / ("." + path.filename().string() + "." + std::to_string(getpid()) + ".tmp");
+  write_text_file(tmp.string(), text);
   fs::rename(tmp, path);
 }
 
-// Makes `dir` a locosim folder, clears what killed runs left in it, and checks that every task's
-// folder inside it may be replaced, before anything runs.
-void prepare_folder(const fs::path& dir, const std::vector<Task>& tasks) {
-  claim_folder(dir);
-  remove_stale_temporaries(dir);
-  for (const Task& t : tasks) check_replaceable(t.dir);
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 std::string csv_field(const std::string& s) {
@@ -224,7 +211,25 @@ std::string csv_field(const std::string& s) {
   return quoted + "\"";
 }
 
+fs::path point_folder(const fs::path& root, const SweepPoint& point) {
+  return point.name.empty() ? root : child_path(root, point.name);
+}
+
 }  // namespace
+
+RunShard parse_shard(const std::string& text) {
+  const size_t slash = text.find('/');
+  const auto number = [&](const std::string& part) {
+    if (part.empty() || part.size() > 9 || part.find_first_not_of("0123456789") != std::string::npos) return -1;
+    return std::stoi(part);
+  };
+  const int index = slash == std::string::npos ? -1 : number(text.substr(0, slash));
+  const int count = slash == std::string::npos ? -1 : number(text.substr(slash + 1));
+  if (index < 0 || count < 1 || index >= count) {
+    throw std::invalid_argument("--shard " + text + ": write i/n with 0 <= i < n, e.g. 0/4 (the first of four parts)");
+  }
+  return {index, count};
+}
 
 std::vector<const PolicySpec*> selected_policies(const Scenario& scenario, const std::vector<std::string>& only) {
   std::vector<const PolicySpec*> chosen;
@@ -243,53 +248,75 @@ int effective_jobs(const RunOptions& options) {
   return options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-std::vector<RunSummary> run_scenario(const Scenario& scenario, const RunOptions& options) {
-  const fs::path root = child_path(options.output_root, scenario.name);
-  std::vector<Task> tasks;
-  for (const PolicySpec* p : selected_policies(scenario, options.only_labels)) {
-    tasks.push_back({&scenario, p, child_path(root, p->label), p->label});
-  }
-  prepare_folder(root, tasks);
-  run_tasks(tasks, options);
-  // summary.csv covers every policy of the scenario that has a finished folder, so running one
-  // policy again (--policy) does not drop the others' rows.
-  std::vector<RunSummary> all;
-  for (const PolicySpec& p : scenario.policies) {
-    const fs::path summary = child_path(root, p.label) / "summary.json";
-    if (is_locosim_folder(summary.parent_path()) && fs::exists(summary)) all.push_back(read_summary_json(summary.string()));
-  }
-  write_summaries(all, root / "summary.csv");
-  return read_summaries(tasks);
-}
-
-std::vector<std::vector<RunSummary>> run_sweep(const Sweep& sweep, const RunOptions& options) {
-  if (sweep.points.empty()) return {};
+std::vector<PlannedRun> plan_runs(const Sweep& sweep, const RunOptions& options) {
+  std::vector<PlannedRun> plan;
+  if (sweep.points.empty()) return plan;
   const fs::path root = child_path(options.output_root, sweep.points.front().scenario.name);
-  std::vector<std::vector<Task>> per_point;
-  std::vector<Task> tasks;
+  size_t position = 0;
   for (const SweepPoint& point : sweep.points) {
-    per_point.emplace_back();
-    const fs::path point_dir = child_path(root, point.name);
+    const fs::path folder = point_folder(root, point);
     for (const PolicySpec* p : selected_policies(point.scenario, options.only_labels)) {
-      per_point.back().push_back({&point.scenario, p, child_path(point_dir, p->label), point.name + "/" + p->label});
-      tasks.push_back(per_point.back().back());
+      if (position++ % static_cast<size_t>(options.shard.count) != static_cast<size_t>(options.shard.index)) continue;
+      PlannedRun run{&point, p, child_path(folder, p->label), point.name.empty() ? p->label : point.name + "/" + p->label,
+                     run_hash(point.scenario, *p)};
+      run.finished = is_finished_run(run.dir, run.hash);
+      plan.push_back(std::move(run));
     }
   }
-  prepare_folder(root, {});
-  for (size_t i = 0; i < sweep.points.size(); ++i) prepare_folder(child_path(root, sweep.points[i].name), per_point[i]);
-  run_tasks(tasks, options);
+  return plan;
+}
 
-  std::vector<std::vector<RunSummary>> results;
+void run_planned(const std::vector<PlannedRun>& runs, const RunOptions& options) {
+  std::vector<const PlannedRun*> tasks;
+  for (const PlannedRun& r : runs) {
+    if (options.recompute || !r.finished) tasks.push_back(&r);
+  }
+  if (tasks.empty()) return;
+  // Make the folders locosim's, clear what killed runs left in them, and check that every run's
+  // folder may be replaced, before anything runs.
+  const fs::path root = child_path(options.output_root, runs.front().point->scenario.name);
+  std::vector<fs::path> parents = {root};
+  for (const PlannedRun* t : tasks) {
+    if (std::find(parents.begin(), parents.end(), t->dir.parent_path()) == parents.end()) parents.push_back(t->dir.parent_path());
+  }
+  for (const fs::path& dir : parents) {
+    claim_folder(dir);
+    remove_stale_temporaries(dir);
+  }
+  for (const PlannedRun* t : tasks) check_replaceable(t->dir);
+  run_tasks(tasks, options);
+}
+
+Merged merge_runs(const Sweep& sweep, const RunOptions& options) {
+  Merged merged;
+  if (sweep.points.empty()) return merged;
+  const fs::path root = child_path(options.output_root, sweep.points.front().scenario.name);
   std::ostringstream grid;
-  for (size_t i = 0; i < sweep.points.size(); ++i) {
-    const SweepPoint& point = sweep.points[i];
-    results.push_back(read_summaries(per_point[i]));
-    const fs::path csv = child_path(root, point.name) / "summary.csv";
-    write_summaries(results.back(), csv);
-    std::ifstream in(csv);
+  for (const SweepPoint& point : sweep.points) {
+    const fs::path folder = point_folder(root, point);
+    std::vector<RunSummary> rows;  // every policy of the scenario with a finished run, in scenario order
+    merged.tables.emplace_back();
+    const std::vector<const PolicySpec*> selected = selected_policies(point.scenario, options.only_labels);
+    for (const PolicySpec& p : point.scenario.policies) {
+      const fs::path dir = child_path(folder, p.label);
+      const bool wanted = std::find(selected.begin(), selected.end(), &p) != selected.end();
+      if (!is_finished_run(dir, run_hash(point.scenario, p))) {
+        if (wanted) merged.missing.push_back(point.name.empty() ? p.label : point.name + "/" + p.label);
+        continue;
+      }
+      rows.push_back(read_summary_json((dir / "summary.json").string()));
+      if (wanted) merged.tables.back().push_back(rows.back());
+    }
+    if (!is_locosim_folder(folder)) continue;  // nothing ran here yet
+    const fs::path csv = folder / "summary.csv";
+    const fs::path tmp = folder / (".summary.csv." + std::to_string(getpid()) + ".tmp");
+    write_summary_csv(rows, tmp.string());
+    fs::rename(tmp, csv);
+    if (point.name.empty()) break;  // no sweep: the scenario's summary.csv is the whole result
+    std::istringstream in(read_file(csv));
     std::string line;
     std::getline(in, line);  // the header
-    if (i == 0) {
+    if (grid.tellp() == 0) {
       grid << "point";
       for (const auto& key : sweep.keys) grid << ',' << csv_field(key);
       grid << ',' << line << '\n';
@@ -300,10 +327,13 @@ std::vector<std::vector<RunSummary>> run_sweep(const Sweep& sweep, const RunOpti
       grid << ',' << line << '\n';
     }
   }
-  const fs::path tmp = root / ".summary.csv.tmp";
-  write_text_file(tmp.string(), grid.str());
-  fs::rename(tmp, root / "summary.csv");
-  return results;
+  if (grid.tellp() > 0) write_file_atomically(root / "summary.csv", grid.str());
+  return merged;
+}
+
+Merged run_sweep(const Sweep& sweep, const RunOptions& options) {
+  run_planned(plan_runs(sweep, options), options);
+  return merge_runs(sweep, options);
 }
 
 }  // namespace locosim

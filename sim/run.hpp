@@ -3,23 +3,48 @@
 //   runs/<scenario>/<policy>/ and runs/<scenario>/summary.csv                 without a sweep
 //   runs/<scenario>/<point>/<policy>/, a summary.csv per point, and one runs/<scenario>/summary.csv
 //   for the whole grid (columns: point, one per sweep key, then the usual ones)  with a sweep
-// Each policy folder is written under a hidden temporary name and renamed into place only when complete.
+// Each policy folder is written under a hidden temporary name and renamed into place only when complete,
+// with the hash of what it ran (sim/resume.hpp): a run already finished is not computed again, so an
+// interrupted sweep resumes where it stopped, and a sweep can be split into shards run on several
+// machines (--shard, or a SLURM job array: sim/slurm.hpp), then merged into the summaries.
 // Children report each step through a pipe; the parent shows live progress lines (sim/progress.hpp).
 #pragma once
+#include <filesystem>
 #include <string>
 #include <vector>
 
-#include "report/summary.hpp"
 #include "config/scenario.hpp"
+#include "report/summary.hpp"
 #include "sim/sweep.hpp"
 
 namespace locosim {
+
+// Part `index` of `count` (0 <= index < count): the runs whose position in the plan is index modulo count.
+struct RunShard {
+  int index = 0;
+  int count = 1;
+};
+
+// Reads "i/n". Throws std::invalid_argument saying what is wrong.
+RunShard parse_shard(const std::string& text);
 
 struct RunOptions {
   std::string output_root = "runs";
   std::vector<std::string> only_labels;  // empty: every policy
   int jobs = 0;                          // policies simulated at once; 0: one per core
   bool live_progress = false;            // redraw a line per running policy (the CLI: on a terminal only)
+  bool recompute = false;                // run even what a finished run folder already holds
+  RunShard shard;                           // the part of the plan to run; {0, 1}: all of it
+};
+
+// One (sweep point, policy) of a plan.
+struct PlannedRun {
+  const SweepPoint* point = nullptr;
+  const PolicySpec* policy = nullptr;
+  std::filesystem::path dir;  // its run folder
+  std::string name;           // in progress lines: the label, or point/label
+  std::string hash;           // run_hash (sim/resume.hpp)
+  bool finished = false;      // `dir` holds a finished run with this hash
 };
 
 // The scenario's policies whose labels are in `only` (all when empty), in order. Throws
@@ -29,12 +54,24 @@ std::vector<const PolicySpec*> selected_policies(const Scenario& scenario, const
 // Policies simulated at once: options.jobs, or one per core.
 int effective_jobs(const RunOptions& options);
 
-// Returns the summaries in the scenario's policy order. Throws std::runtime_error if any policy
-// failed (its folder is then not created) or std::invalid_argument for an unknown label.
-std::vector<RunSummary> run_scenario(const Scenario& scenario, const RunOptions& options);
+// Every selected (point, policy) in a stable order (points in grid order, policies in scenario order),
+// the same on every machine for the same scenario file and labels, then only options.shard's part.
+std::vector<PlannedRun> plan_runs(const Sweep& sweep, const RunOptions& options);
 
-// The same for every point of a sweep (all points' policies share one pool of `jobs` processes);
-// returns each point's summaries, in point order.
-std::vector<std::vector<RunSummary>> run_sweep(const Sweep& sweep, const RunOptions& options);
+// Simulates the runs that are not finished (all of them with options.recompute), at most `jobs` at once.
+// Throws std::runtime_error naming the failed ones (their folders are not created), or Interrupted.
+void run_planned(const std::vector<PlannedRun>& runs, const RunOptions& options);
+
+// What the run folders hold for a sweep (or a scenario: one point named ""), assembled into its summary
+// files: summary.csv (per point and for the grid) lists every policy of the scenario with a finished
+// run of the current scenario, whoever computed it. Nothing is simulated.
+struct Merged {
+  std::vector<std::vector<RunSummary>> tables;  // per point: its selected policies that are finished
+  std::vector<std::string> missing;             // the selected runs not finished ("point/label")
+};
+Merged merge_runs(const Sweep& sweep, const RunOptions& options);
+
+// plan_runs, run_planned, then merge_runs: a whole sweep (or scenario) on this machine.
+Merged run_sweep(const Sweep& sweep, const RunOptions& options);
 
 }  // namespace locosim

@@ -133,7 +133,7 @@ TEST_CASE("sweep: a 2-point grid runs into point folders with one summary.csv, a
   options.output_root = fs::path(path).parent_path() / "runs";
   options.only_labels = {"diloco"};
   options.jobs = 2;
-  const auto tables = run_sweep(sweep, options);
+  const auto tables = run_sweep(sweep, options).tables;
   REQUIRE(tables.size() == 2);
   REQUIRE(tables[0].size() == 1);
   // More bandwidth, less time waiting on the all-reduce: higher compute utilization.

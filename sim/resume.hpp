@@ -1,0 +1,26 @@
+// What makes a sweep resumable: every finished run folder holds the content hash of what it ran, so a
+// later run of the same sweep (on this machine or another) recognizes it and does not compute it again.
+//
+// The hash covers everything that determines a run's files: the resolved scenario (every setting with
+// its default filled in, after the sweep point's values) with only this policy in its policy list (so
+// adding a policy to a scenario keeps the others' runs), the corpus's bytes, and the links.csv bucket.
+// It does not cover the locosim build: a run folder from an older build counts as done (--force).
+#pragma once
+#include <filesystem>
+#include <string>
+
+#include "config/scenario.hpp"
+
+namespace locosim {
+
+// The file in a run folder that holds its hash (64 hex digits and a newline).
+inline constexpr const char* kScenarioHashFile = "scenario.sha256";
+
+// The SHA-256, in hex, of what the run of `policy` in `scenario` depends on. Throws std::runtime_error
+// if the corpus cannot be read.
+std::string run_hash(const Scenario& scenario, const PolicySpec& policy);
+
+// Whether `dir` is a finished run folder (written by locosim, complete) of the run whose hash is `hash`.
+bool is_finished_run(const std::filesystem::path& dir, const std::string& hash);
+
+}  // namespace locosim
