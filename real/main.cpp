@@ -1,6 +1,7 @@
 // locosim-real: run a scenario's policy on real machines, with the simulator's algorithm code.
 //   RANK=0 WORLD_SIZE=4 MASTER_ADDR=host MASTER_PORT=29500 locosim-real scenario.yaml --policy diloco
 //   locosim-real scenario.yaml --policy diloco --spawn 4        # N ranks on this machine
+//   srun -N 4 -n 4 locosim-real scenario.yaml --policy diloco    # on a SLURM allocation
 // Exit codes: 0 done (ranks other than 0 may have been lost: the others finished without them, and
 // the run folder says so), 1 rank 0 failed (the message names the rank and the step), 2 bad input.
 #include <CLI/CLI.hpp>
@@ -77,7 +78,8 @@ int main(int argc, char** argv) {
     }
     RankEnv env = RankEnv::from_environment();
     if (env.world_size != scenario.world_size()) {
-      throw std::invalid_argument("WORLD_SIZE is " + std::to_string(env.world_size) + " but the scenario's platform has " +
+      throw std::invalid_argument(std::string(env.launcher == "slurm" ? "SLURM_NTASKS" : "WORLD_SIZE") + " is " +
+                                  std::to_string(env.world_size) + " but the scenario's platform has " +
                                   std::to_string(scenario.world_size()) + " worker hosts");
     }
     run_rank(scenario, policy, env, options);

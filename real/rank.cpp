@@ -34,25 +34,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The integer in the environment variable `name`, which must lie in [lo, hi]; `fallback` when unset.
-// Nothing is wrapped or clipped: MASTER_PORT=70000 is an error, not another port.
-int int_env(const char* name, int lo, int hi, std::optional<int> fallback) {
-  const char* value = std::getenv(name);
-  if (!value) {
-    if (fallback) return *fallback;
-    throw std::invalid_argument(std::string(name) + " is not set (torchrun convention: RANK, WORLD_SIZE, "
-                                "MASTER_ADDR, MASTER_PORT; or use --spawn N)");
-  }
-  char* end = nullptr;
-  errno = 0;
-  const long v = std::strtol(value, &end, 10);
-  if (*value == '\0' || *end != '\0' || errno == ERANGE || v < lo || v > hi) {
-    throw std::invalid_argument(std::string(name) + " must be an integer in [" + std::to_string(lo) + ", " +
-                                std::to_string(hi) + "], got '" + value + "'");
-  }
-  return static_cast<int>(v);
-}
-
 // Rows travel to rank 0 through the store as raw bytes (real/store_format.hpp: the row structs are
 // plain data).
 static_assert(std::is_trivially_copyable_v<WorkTally>, "tallies travel as bytes");
@@ -215,22 +196,6 @@ std::chrono::milliseconds watch_window(const RealOptions& options) {
 }
 
 }  // namespace
-
-RankEnv RankEnv::from_environment() {
-  // Far above any platform (at most 1024 hosts); bounds the store's rendezvous and the rank numbers.
-  constexpr int kMaxWorldSize = 100000;
-  RankEnv env;
-  env.rank = int_env("RANK", 0, kMaxWorldSize - 1, std::nullopt);
-  env.world_size = int_env("WORLD_SIZE", 1, kMaxWorldSize, std::nullopt);
-  env.local_rank = int_env("LOCAL_RANK", 0, kMaxWorldSize - 1, env.rank);
-  env.master_port = int_env("MASTER_PORT", 1, 65535, 29500);  // a TCP port; 0 would pick a random one
-  if (const char* addr = std::getenv("MASTER_ADDR")) env.master_addr = addr;
-  if (env.world_size < 1 || env.rank >= env.world_size) {
-    throw std::invalid_argument("RANK (" + std::to_string(env.rank) + ") must be below WORLD_SIZE (" +
-                                std::to_string(env.world_size) + ")");
-  }
-  return env;
-}
 
 void run_rank(const Scenario& scenario, const PolicySpec& policy, const RankEnv& env, const RealOptions& options) {
   // A write to a lost peer's socket must fail (and the group re-form), not kill this rank.

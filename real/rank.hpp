@@ -1,24 +1,14 @@
-// One rank of a real training job: reads its identity from the torchrun variables, joins the group,
-// runs the same TrainLoop and policy code as the simulator, and (rank 0) writes the run folder.
+// One rank of a real training job: reads its identity from torchrun's or SLURM's variables
+// (real/rank_env.hpp), joins the group, runs the same TrainLoop and policy code as the simulator, and
+// (rank 0) writes the run folder.
 #pragma once
 #include <string>
 
 #include "config/scenario.hpp"
 #include "real/c10d_transport.hpp"
+#include "real/rank_env.hpp"
 
 namespace locosim {
-
-// RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT (torchrun's conventions).
-struct RankEnv {
-  int rank = 0;
-  int world_size = 1;
-  int local_rank = 0;
-  std::string master_addr = "127.0.0.1";
-  int master_port = 29500;
-
-  // Throws std::invalid_argument naming the variable that is missing or malformed.
-  static RankEnv from_environment();
-};
 
 struct RealOptions {
   std::string output_root = "runs-real";
