@@ -267,22 +267,18 @@ std::vector<PlannedRun> plan_runs(const Sweep& sweep, const RunOptions& options)
 }
 
 void run_planned(const std::vector<PlannedRun>& runs, const RunOptions& options) {
+  if (runs.empty()) return;
   std::vector<const PlannedRun*> tasks;
+  std::vector<fs::path> folders = {child_path(options.output_root, runs.front().point->scenario.name)};
   for (const PlannedRun& r : runs) {
     if (options.recompute || !r.finished) tasks.push_back(&r);
+    if (std::find(folders.begin(), folders.end(), r.dir.parent_path()) == folders.end()) folders.push_back(r.dir.parent_path());
   }
+  // Clear what killed runs left, make the folders locosim's, and check that every run's folder may be
+  // replaced, before anything runs.
+  for (const fs::path& dir : folders) remove_stale_temporaries(dir);
   if (tasks.empty()) return;
-  // Make the folders locosim's, clear what killed runs left in them, and check that every run's
-  // folder may be replaced, before anything runs.
-  const fs::path root = child_path(options.output_root, runs.front().point->scenario.name);
-  std::vector<fs::path> parents = {root};
-  for (const PlannedRun* t : tasks) {
-    if (std::find(parents.begin(), parents.end(), t->dir.parent_path()) == parents.end()) parents.push_back(t->dir.parent_path());
-  }
-  for (const fs::path& dir : parents) {
-    claim_folder(dir);
-    remove_stale_temporaries(dir);
-  }
+  for (const fs::path& dir : folders) claim_folder(dir);
   for (const PlannedRun* t : tasks) check_replaceable(t->dir);
   run_tasks(tasks, options);
 }
