@@ -14,6 +14,9 @@ function(locosim_add_tests name)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   target_link_libraries(${name} PRIVATE doctest::doctest ${T_LIBS})
   locosim_use_pch(${name})
+  # A ctest entry that selects no case would pass without testing anything (a ';' in a case's name
+  # splits it into two entries, neither naming the case): such an entry fails instead.
   doctest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
-                         PROPERTIES ENVIRONMENT "LOCOSIM_BIN=${PROJECT_BINARY_DIR}")
+                         PROPERTIES ENVIRONMENT "LOCOSIM_BIN=${PROJECT_BINARY_DIR}"
+                                    FAIL_REGULAR_EXPRESSION "test cases: 0 [|]")
 endfunction()

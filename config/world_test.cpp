@@ -229,7 +229,7 @@ TEST_CASE("world: events on one target merge into one profile that returns to no
   CHECK(w.profiles[2].points == Points{{1, 1}, {2, 5 * 1e-6}});
 }
 
-TEST_CASE("world: churn hosts are exact names or a prefix and '*'; overlapping entries are one set") {
+TEST_CASE("world: churn hosts are exact names or a prefix and '*', and overlapping entries are one set") {
   auto hosts_of = [](const std::string& list) {
     return world_of("world:\n  churn:\n    - {hosts: " + list + ", mtbf: 1 h, mttr: 1 h}\n").churn.at(0).hosts;
   };

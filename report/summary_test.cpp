@@ -224,7 +224,7 @@ TEST_CASE("summary: the eval curve averages each worker's latest evaluation, and
   CHECK(std::regex_search(table, std::regex("quick .* 1\\.500 +3\\.000\n")));
 }
 
-TEST_CASE("summary: a parameter server's pushes give the staleness fields; without one they stay null") {
+TEST_CASE("summary: a parameter server's pushes give the staleness fields, without one they stay null") {
   RunSummary s = summarize(uneven_recorder(), kUneven, std::nullopt);
   set_staleness(s, {});
   CHECK_FALSE(s.pushes_applied.has_value());

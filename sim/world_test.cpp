@@ -135,7 +135,7 @@ Attempts three_workers(const WorldSpec& world_spec, bool host_failure) {
 
 }  // namespace
 
-TEST_CASE("world: a host that fails mid-all-reduce fails it for every member; the redo among survivors completes") {
+TEST_CASE("world: a host that fails mid-all-reduce fails it for every member and the redo among survivors completes") {
   WorldSpec world;
   world.profiles.push_back(profile("h-1", WorldResource::host_state, {{4.0, 0}}));  // mid-ring (it takes ~40 s)
   const Attempts a = three_workers(world, /*host_failure=*/true);
@@ -149,7 +149,7 @@ TEST_CASE("world: a host that fails mid-all-reduce fails it for every member; th
   CHECK(a.value[2] == doctest::Approx(2.0));
 }
 
-TEST_CASE("world: a link cut under an all-reduce fails it for every member; restored, the redo completes") {
+TEST_CASE("world: a link cut under an all-reduce fails it for every member, and restored, the redo completes") {
   WorldSpec world;
   world.profiles.push_back(profile("h-2.down", WorldResource::link_state, {{4.0, 0}, {6.0, 1}}));
   const Attempts a = three_workers(world, /*host_failure=*/false);

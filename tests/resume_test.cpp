@@ -10,7 +10,7 @@
 #include <set>
 #include <thread>
 
-#include "sim/resume.hpp"
+#include "report/resume.hpp"
 #include "sim/run.hpp"
 #include "sim/slurm.hpp"
 #include "tests/cli_util.hpp"
@@ -126,7 +126,7 @@ TEST_CASE("resume: a sweep killed half-way computes only its missing runs, and e
   CHECK(read_file(dir + "/killed/small/summary.csv") == read_file(dir + "/whole/small/summary.csv"));
 }
 
-TEST_CASE("resume: shards run apart and merged give the whole sweep's summary.csv; merge names what is missing") {
+TEST_CASE("resume: shards run apart and merged give the whole sweep's summary.csv, and merge names what is missing") {
   const std::string dir = sweep_dir("resume-shards");
   REQUIRE(run_locosim("run s.yaml -o whole -j 2", dir).exit_code == 0);
 

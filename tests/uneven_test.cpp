@@ -71,7 +71,7 @@ std::map<int, std::vector<int>> sync_steps(const std::string& csv) {
 
 }  // namespace
 
-TEST_CASE("uneven: synchronous DiLoCo idles the fast GPUs half the time; timed rounds and async DiLoCo keep every GPU busy") {
+TEST_CASE("uneven: synchronous DiLoCo idles the fast GPUs half the time, timed rounds and async DiLoCo keep every GPU busy") {
   const std::string runs = run_uneven("uneven-util",
                                       uneven_yaml("  - {name: diloco, inner_steps: 10}\n"
                                                   "  - {name: diloco, label: timed, inner_steps: 10, round: fastest}\n"
