@@ -25,6 +25,7 @@
 #include "report/link_report.hpp"
 #include "report/output_file.hpp"
 #include "report/recorder_csv.hpp"
+#include "report/resume.hpp"
 #include "report/run_folder.hpp"
 #include "report/summary.hpp"
 #include "report/trace.hpp"
@@ -155,6 +156,7 @@ void write_run_folder(const Scenario& scenario, const PolicySpec& policy, const 
   const fs::path temp = staged.path();
   write_text_file((temp / "resolved.yaml").string(),
                   "# locosim-real run of policy '" + policy.label + "'\n" + scenario.resolved_yaml);
+  write_text_file((temp / kScenarioHashFile).string(), run_hash(scenario, policy) + "\n");
   write_metrics_csv(merged, (temp / "metrics.csv").string());
   write_events_csv(merged, (temp / "events.csv").string());
   if (!outcome.updates.empty()) write_updates_csv(outcome.updates, (temp / "updates.csv").string());

@@ -1,5 +1,5 @@
 // run_hash and is_finished_run (see resume.hpp).
-#include "sim/resume.hpp"
+#include "report/resume.hpp"
 
 #include <openssl/evp.h>
 #include <yaml-cpp/yaml.h>

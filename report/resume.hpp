@@ -1,4 +1,4 @@
-// What makes a sweep resumable: every finished run folder holds the content hash of what it ran, so a
+// What makes a sweep resumable: every finished run folder (of either backend) holds the content hash of what it ran, so a
 // later run of the same sweep (on this machine or another) recognizes it and does not compute it again.
 //
 // The hash covers everything that determines a run's files: the resolved scenario (every setting with

@@ -23,7 +23,7 @@
 #include "report/run_folder.hpp"
 #include "report/stop_signals.hpp"
 #include "sim/progress.hpp"
-#include "sim/resume.hpp"
+#include "report/resume.hpp"
 #include "sim/simulate.hpp"
 
 namespace locosim {

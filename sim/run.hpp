@@ -4,7 +4,7 @@
 //   runs/<scenario>/<point>/<policy>/, a summary.csv per point, and one runs/<scenario>/summary.csv
 //   for the whole grid (columns: point, one per sweep key, then the usual ones)  with a sweep
 // Each policy folder is written under a hidden temporary name and renamed into place only when complete,
-// with the hash of what it ran (sim/resume.hpp): a run already finished is not computed again, so an
+// with the hash of what it ran (report/resume.hpp): a run already finished is not computed again, so an
 // interrupted sweep resumes where it stopped, and a sweep can be split into shards run on several
 // machines (--shard, or a SLURM job array: sim/slurm.hpp), then merged into the summaries.
 // Children report each step through a pipe; the parent shows live progress lines (sim/progress.hpp).
@@ -43,7 +43,7 @@ struct PlannedRun {
   const PolicySpec* policy = nullptr;
   std::filesystem::path dir;  // its run folder
   std::string name;           // in progress lines: the label, or point/label
-  std::string hash;           // run_hash (sim/resume.hpp)
+  std::string hash;           // run_hash (report/resume.hpp)
   bool finished = false;      // `dir` holds a finished run with this hash
 };
 
