@@ -100,10 +100,28 @@ TEST_CASE("commit: a collective that fails once is redone: the run is the run wi
 
 TEST_CASE("commit: ddp gives up a step after three failed attempts: no replica applies it") {
   const Run clean = run("name: ddp\n", 1, {});
-  const Run aborted = run("name: ddp\n", 1, {0, 1, 2});
+  CHECK_FALSE(same(clean.params, initial_params()));
+  // One all-reduce after the backward: calls 0, 1, 2 are its three attempts.
+  const Run aborted = run("{name: ddp, overlap: false}\n", 1, {0, 1, 2});
   CHECK(aborted.syncs == std::vector<Sync>{Sync::aborted});
   CHECK(same(aborted.params, initial_params()));  // the step never happened
-  CHECK_FALSE(same(clean.params, initial_params()));
+  // In buckets: calls 0 .. B-1 are the buckets' all-reduces, then the redos of the failed ones. The
+  // first bucket failing three times gives the step up, though the others completed.
+  const std::string small_buckets = "{name: ddp, first_bucket_mb: 0.001, bucket_mb: 0.01}\n";
+  std::vector<double> bytes;
+  for (const auto& p : initial_params()) bytes.push_back(4.0 * static_cast<double>(p.numel()));
+  DdpConfig cfg;
+  cfg.first_bucket_mb = 0.001;
+  cfg.bucket_mb = 0.01;
+  const int buckets = static_cast<int>(ddp_buckets(bytes, cfg).size());
+  REQUIRE(buckets >= 2);
+  CHECK(run("name: ddp\n", 1, {0, 1, 2}).syncs == std::vector<Sync>{Sync::aborted});  // one bucket, as above
+  const Run bucketed = run(small_buckets, 1, {0, buckets, buckets + 1});
+  CHECK(bucketed.syncs == std::vector<Sync>{Sync::aborted});
+  CHECK(same(bucketed.params, initial_params()));
+  const Run redone = run(small_buckets, 1, {0, buckets});  // the third attempt completes
+  CHECK(redone.syncs == std::vector<Sync>{Sync::committed});
+  CHECK(same(redone.params, clean.params));
 }
 
 TEST_CASE("commit: diloco gives up a round: the outer parameters and momentum are those of before it") {

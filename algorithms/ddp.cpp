@@ -1,6 +1,13 @@
 // DDP (data-parallel SGD/AdamW): every step, mean of the gradients over all workers, then one
 // optimizer step on every replica. Replicas stay identical. Wire per worker per step: a ring
 // all-reduce sends and receives 2(K-1)/K · P · b bytes.
+//
+// Timed as PyTorch DDP runs (Li et al. 2020, "PyTorch Distributed", VLDB; torch/nn/parallel/
+// distributed.py and reducer.cpp): the gradients travel in buckets of about 25 MiB, the first 1 MiB,
+// and a bucket's all-reduce starts while the backward pass is still producing the next ones. The
+// forward pass is a third of the step's FLOPs and the backward two thirds (2N and 4N per token), and
+// a bucket's gradients are ready once the backward has spent its share of parameters on them. The
+// numbers do not depend on buckets: each element's mean is the same whichever collective carries it.
 #include "algorithms/ddp.hpp"
 
 #include "config/section.hpp"
@@ -10,7 +17,29 @@ namespace locosim {
 DdpConfig DdpConfig::parse(Section& s) {
   DdpConfig c;
   c.wire = wire_format_from_name(s.choice("wire", wire_format_names(), wire_format_name(c.wire)));
+  c.overlap = s.flag("overlap", c.overlap);
+  c.bucket_mb = s.number("bucket_mb", c.bucket_mb, Range::open_closed(0, 1e6));
+  c.first_bucket_mb = s.number("first_bucket_mb", c.first_bucket_mb, Range::open_closed(0, 1e6));
   return c;
+}
+
+std::vector<std::vector<size_t>> ddp_buckets(const std::vector<double>& bytes, const DdpConfig& cfg) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  std::vector<std::vector<size_t>> buckets;
+  std::vector<size_t> open;
+  double held = 0;
+  for (size_t i = bytes.size(); i-- > 0;) {
+    open.push_back(i);
+    held += bytes[i];
+    const double cap = (buckets.empty() ? cfg.first_bucket_mb : cfg.bucket_mb) * kMiB;
+    if (held >= cap) {
+      buckets.push_back(std::move(open));
+      open.clear();
+      held = 0;
+    }
+  }
+  if (!open.empty()) buckets.push_back(std::move(open));
+  return buckets;
 }
 
 namespace {
@@ -18,15 +47,51 @@ namespace {
 class Ddp : public Policy {
  public:
   Ddp(const DdpConfig& cfg, PolicyContext ctx)
-      : cfg_(cfg), ctx_(std::move(ctx)), optimizer_(make_optimizer(ctx_.params, ctx_.optimizer)) {}
+      : cfg_(cfg), ctx_(std::move(ctx)), optimizer_(make_optimizer(ctx_.params, ctx_.optimizer)) {
+    std::vector<double> bytes;
+    for (const auto& p : ctx_.params) bytes.push_back(4.0 * static_cast<double>(p.numel()) * ctx_.wire_scale);
+    buckets_ = ddp_buckets(bytes, cfg_);
+    for (const auto& bucket : buckets_) {
+      bucket_numel_.push_back(0);
+      for (size_t i : bucket) bucket_numel_.back() += static_cast<double>(ctx_.params[i].numel());
+      total_numel_ += bucket_numel_.back();
+    }
+    grads_.resize(buckets_.size());
+  }
+
+  // With overlap: the forward pass, then each bucket's share of the backward followed by the start of
+  // its all-reduce (the real forward and backward run first: they take no simulated time).
+  void compute_step(Transport& transport, double flops, const std::function<void()>& work) override {
+    if (!cfg_.overlap) {
+      transport.compute(flops, work);
+      return;
+    }
+    transport.compute(flops / 3, work);
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      transport.compute(flops * 2 / 3 * bucket_numel_[b] / total_numel_, [] {});
+      start_bucket(b);
+    }
+  }
 
   // A failed all-reduce is redone among the survivors with the same gradients; if it keeps failing,
   // the step is skipped on every member (no replica applies a gradient the others did not).
   Sync step(int64_t step) override {
-    std::vector<torch::Tensor> grads;
-    for (auto& p : ctx_.params) grads.push_back(p.mutable_grad());
     const Wire wire{cfg_.wire, ctx_.wire_scale};
-    if (!commit_or_redo([&] { return ctx_.transport->all_reduce_mean(grads, wire); })) return Sync::aborted;
+    if (cfg_.overlap) {
+      for (size_t b = in_flight_.size(); b < buckets_.size(); ++b) start_bucket(b);  // compute_step was not called
+      std::vector<size_t> failed;
+      for (size_t b = 0; b < in_flight_.size(); ++b) {
+        if (!in_flight_[b].wait()) failed.push_back(b);
+      }
+      in_flight_.clear();
+      for (size_t b : failed) {  // three attempts in all, the first of them already made
+        if (!commit_or_redo([&] { return ctx_.transport->all_reduce_mean(grads_[b], wire); }, 2)) return Sync::aborted;
+      }
+    } else {
+      std::vector<torch::Tensor> grads;
+      for (auto& p : ctx_.params) grads.push_back(p.mutable_grad());
+      if (!commit_or_redo([&] { return ctx_.transport->all_reduce_mean(grads, wire); })) return Sync::aborted;
+    }
     optimizer_step(*optimizer_, ctx_.params, ctx_.optimizer, step, ctx_.total_steps);
     return Sync::committed;
   }
@@ -47,6 +112,18 @@ class Ddp : public Policy {
   DdpConfig cfg_;
   PolicyContext ctx_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  // Starts bucket b's all-reduce on this step's gradients (the next one in order).
+  void start_bucket(size_t b) {
+    grads_[b].clear();
+    for (size_t i : buckets_[b]) grads_[b].push_back(ctx_.params[i].mutable_grad());
+    in_flight_.push_back(ctx_.transport->all_reduce_mean(grads_[b], Wire{cfg_.wire, ctx_.wire_scale}));
+  }
+
+  std::vector<std::vector<size_t>> buckets_;      // parameter indices, in the order they are ready
+  std::vector<double> bucket_numel_;
+  double total_numel_ = 0;
+  std::vector<std::vector<torch::Tensor>> grads_;  // this step's gradients, per bucket
+  std::vector<Pending> in_flight_;                 // their all-reduces, started in compute_step
 };
 
 }  // namespace

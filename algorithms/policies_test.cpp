@@ -20,6 +20,27 @@ TEST_CASE("policy entries parse with defaults and reject bad values") {
   CHECK_THROWS_WITH(spec_from("name: ddp\ninner_steps: 3\n"), doctest::Contains("unknown key"));
 }
 
+TEST_CASE("ddp: buckets as PyTorch's reducer makes them, reverse order, first cap 1 MiB then 25 MiB") {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  const DdpConfig defaults = std::get<DdpConfig>(spec_from("name: ddp\n").config);
+  CHECK(defaults.overlap);
+  CHECK(defaults.bucket_mb == 25);
+  CHECK(defaults.first_bucket_mb == 1);
+  // Parameters 0..5 of 10, 20, 0.5, 0.7, 30 and 2 MiB: from the last one, 2 MiB closes the first
+  // bucket; 30 the second; 0.7 + 0.5 + 20 (21.2 < 25) + 10 the third.
+  const std::vector<double> mib = {10, 20, 0.5, 0.7, 30, 2};
+  std::vector<double> bytes;
+  for (double m : mib) bytes.push_back(m * kMiB);
+  CHECK(ddp_buckets(bytes, defaults) == std::vector<std::vector<size_t>>{{5}, {4}, {3, 2, 1, 0}});
+  DdpConfig small = defaults;
+  small.first_bucket_mb = 3;
+  small.bucket_mb = 15;
+  CHECK(ddp_buckets(bytes, small) == std::vector<std::vector<size_t>>{{5, 4}, {3, 2, 1}, {0}});
+  CHECK(ddp_buckets({}, defaults).empty());
+  CHECK_THROWS_WITH(spec_from("name: ddp\nbucket_mb: 0\n"), doctest::Contains("bucket_mb"));
+  CHECK_THROWS_WITH(spec_from("name: ddp\noverlap: sometimes\n"), doctest::Contains("overlap"));
+}
+
 TEST_CASE("DiLoCo with H=1, outer SGD lr 1, momentum 0 gives DDP's parameters under plain SGD") {
   const int world = 2, steps = 6;
   Outcome ddp = train(spec_from("name: ddp\n"), world, steps, plain_sgd(0.05));

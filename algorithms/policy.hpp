@@ -4,6 +4,7 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,12 @@ class Policy {
   // Called after step `step`'s backward pass (0-based): the gradients are in params[i].grad().
   // The policy owns the update of the parameters and may zero or overwrite the gradients.
   virtual Sync step(int64_t step) = 0;
+  // Runs `work`, the step's real forward and backward pass, once and charges `flops`, their compute,
+  // in all: by default as one block before step(). A policy that overlaps its communication with the
+  // backward pass (DDP's buckets) charges it in parts and starts collectives between them.
+  virtual void compute_step(Transport& transport, double flops, const std::function<void()>& work) {
+    transport.compute(flops, work);
+  }
 
   // Called once after the last step, before the final evaluation: completes anything in flight.
   virtual void finish() {}

@@ -63,7 +63,7 @@ void TrainLoop::run(int64_t first_step) {
     Batch batch = shard_.next(static_cast<int>(cfg_.batch_size));
     double train_loss = 0;
     computing_since_s_ = transport_.now_s();
-    transport_.compute(flops_per_step_, [&] {
+    policy_.compute_step(transport_, flops_per_step_, [&] {
       model_->zero_grad();
       torch::Tensor loss = model_->loss(batch.x_BT, batch.y_BT);
       loss.backward();

@@ -265,9 +265,11 @@ TEST_CASE("world: a speed profile that halves a host's speed doubles its compute
   for (const Event& e : events_of(out + "/events.csv")) {
     if (e.worker == 1 && e.kind == "compute") slow.push_back(e.end_s - e.start_s);
   }
-  REQUIRE(base.size() == 12);
-  REQUIRE(slow.size() == 12);
-  for (size_t i = 0; i < base.size(); ++i) CHECK(slow[i] == doctest::Approx(2 * base[i]).epsilon(1e-6));
+  REQUIRE(base.size() % 12 == 0);  // 12 steps, each the same spans (DDP: the forward, then one per bucket)
+  REQUIRE(slow.size() == base.size());
+  // events.csv writes times to 9 significant digits: a span of a run tens of seconds long is known to
+  // about 1e-6 s at each end.
+  for (size_t i = 0; i < base.size(); ++i) CHECK(std::abs(slow[i] - 2 * base[i]) <= 4e-6 + 1e-6 * base[i]);
 }
 
 TEST_CASE("world: random churn gives the same files, byte for byte, for the same scenario and seed") {
