@@ -13,6 +13,8 @@
 // δ loses exactly what the receivers see (the values as the wire rounded them), so the wire's
 // rounding error stays in δ and is sent later: error feedback. Wire per worker per step:
 // Σ chunks·k·(b_idx + b_val), all-gathered (a full mesh: each worker uploads it K−1 times).
+// demo.py's own wire (DeMo._demo_all_gather: per parameter, two all_gathers, torch.topk's int64
+// indices and the values in the parameter's dtype, nothing else) is `indices: int64, values: fp32`.
 #include "algorithms/demo.hpp"
 
 #include <torch/nn/utils/clip_grad.h>
@@ -32,6 +34,7 @@ DemoConfig DemoConfig::parse(Section& s) {
   c.chunk = s.integer("chunk", c.chunk, Range::closed(1, 16384));
   c.weight_decay = s.number("weight_decay", c.weight_decay, Range::closed(0, kMaxWeightDecay));
   c.values = sparse_values_from_name(s.choice("values", sparse_values_names(), sparse_values_name(c.values)));
+  c.indices = sparse_indices_from_name(s.choice("indices", sparse_indices_names(), sparse_indices_name(c.indices)));
   if (c.topk > c.chunk * c.chunk) {
     s.fail("topk", "must be <= chunk² = " + std::to_string(c.chunk * c.chunk) +
                        " (the coefficients of one chunk; more would send every chunk whole), got " +
@@ -44,7 +47,7 @@ double demo_payload_bytes(const DemoConfig& cfg, const std::vector<std::vector<i
   double total = 0;
   for (const auto& shape : shapes) {
     ChunkLayout l = chunk_layout(shape, cfg.chunk);
-    total += sparse_bytes(l.chunks(), l.chunk_numel(), cfg.topk, cfg.values);
+    total += sparse_bytes(l.chunks(), l.chunk_numel(), cfg.topk, cfg.values, cfg.indices);
   }
   return total;
 }
@@ -59,7 +62,7 @@ class Demo : public Policy {
       shapes.push_back(p.sizes().vec());
       dcts_.emplace_back(shapes.back(), cfg_.chunk);
       const ChunkLayout& l = dcts_.back().layout();
-      codecs_.emplace_back(l.chunks(), l.chunk_numel(), cfg_.topk, cfg_.values);
+      codecs_.emplace_back(l.chunks(), l.chunk_numel(), cfg_.topk, cfg_.values, cfg_.indices);
       deltas_.push_back(torch::zeros_like(p.detach()));
     }
     payload_bytes_ = demo_payload_bytes(cfg_, shapes);

@@ -20,7 +20,10 @@ struct DemoConfig {
   int64_t topk = 32;              // k: DCT coefficients sent per chunk (compression_topk)
   int64_t chunk = 64;             // s: 1-D chunk length and 2-D block side (compression_chunk)
   double weight_decay = 0.0;      // decoupled: p ← p·(1 − η·wd) (demo.py default 0)
-  SparseValues values = SparseValues::fp16;  // how kept coefficients travel: fp16 | bf16 | sign (Psyche)
+  SparseValues values = SparseValues::fp16;  // how kept coefficients travel: fp32 | fp16 | bf16 | sign (Psyche)
+  // How their positions travel: packed (the smallest unsigned integer for a chunk position) | int64
+  // (demo.py's torch.topk indices, as its all_gather sends them). Bytes only: the numerics are the same.
+  SparseIndices indices = SparseIndices::packed;
 
   static DemoConfig parse(Section& s);
 };
@@ -28,7 +31,7 @@ struct DemoConfig {
 std::unique_ptr<Policy> make_demo(const DemoConfig& cfg, PolicyContext ctx);
 
 // Bytes one worker uploads per step for parameters of these shapes, before Wire::scale:
-// Σ over tensors of sparse_bytes(chunks, chunk_numel, k, values).
+// Σ over tensors of sparse_bytes(chunks, chunk_numel, k, values, indices).
 double demo_payload_bytes(const DemoConfig& cfg, const std::vector<std::vector<int64_t>>& shapes);
 
 }  // namespace locosim

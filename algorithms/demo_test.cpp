@@ -1,5 +1,6 @@
-// DeMo on the in-process transport: its config, the bytes it charges, an identity with sign-SGD,
-// the DisTrO report's byte check, and that it trains.
+// DeMo on the in-process transport: its config, the bytes it charges (packed and as demo.py sends
+// them), an identity with sign-SGD, that the index format is bytes only, the DisTrO report's byte
+// check, and that it trains.
 #include "algorithms/demo.hpp"
 
 #include "algorithms/policy_test_util.hpp"
@@ -61,6 +62,10 @@ TEST_CASE("demo: the policy entry parses with the paper's defaults and rejects b
   CHECK(c.chunk == 64);
   CHECK(c.weight_decay == 0);
   CHECK((c.values == SparseValues::fp16));
+  CHECK((c.indices == SparseIndices::packed));
+  PolicySpec reference = spec_from("name: demo\nindices: int64\nvalues: fp32\n");
+  CHECK((std::get<DemoConfig>(reference.config).indices == SparseIndices::int64));
+  CHECK((std::get<DemoConfig>(reference.config).values == SparseValues::fp32));
   PolicySpec psyche = spec_from("name: demo\nvalues: sign\ntopk: 4\nmomentum_decay: 0.995\n");
   auto& s = std::get<DemoConfig>(psyche.config);
   CHECK((s.values == SparseValues::sign));
@@ -68,6 +73,7 @@ TEST_CASE("demo: the policy entry parses with the paper's defaults and rejects b
   CHECK_THROWS_WITH(spec_from("name: demo\ntopk: 0\n"), doctest::Contains("topk: must be >= 1"));
   CHECK_THROWS_WITH(spec_from("name: demo\nmomentum_decay: 1.0\n"), doctest::Contains("momentum_decay: must be in [0, 1)"));
   CHECK_THROWS_WITH(spec_from("name: demo\nvalues: int4\n"), doctest::Contains("values: must be one of"));
+  CHECK_THROWS_WITH(spec_from("name: demo\nindices: int32\n"), doctest::Contains("indices: must be one of"));
   CHECK_THROWS_WITH(spec_from("name: demo\ninner_steps: 5\n"), doctest::Contains("unknown key"));
 }
 
@@ -158,6 +164,81 @@ TEST_CASE("demo: with k covering whole chunks, each step is sign-SGD on the mean
   CHECK(max_abs_diff(sparse, whole) > 0);  // and with k = 1 it is not that step
 }
 
+TEST_CASE("demo: demo.py's wire (indices: int64, values: fp32) sends chunks times k times (8 + 4) bytes a step") {
+  torch::set_num_threads(1);
+  // bloc97/DeMo's demo.py all-gathers, per parameter, torch.topk's int64 indices and the values in the
+  // parameter's dtype (fp32 here), k clamped to the chunk. Its chunking (TransformDCT: the largest
+  // divisor of each extent <= s, the extent itself when none reaches s) equals locosim's for these
+  // shapes, s = 64, k = 32:
+  //   {192}:      192 = 3·64           3 chunks of 64           3·32·12 = 1152
+  //   {16}:       divisors of 16 < 64  1 chunk of 16, k' = 16   16·12   =  192
+  //   {128, 192}: 2 × 3 blocks 64×64   6 chunks of 4096         6·32·12 = 2304
+  //   {48, 64}:   48 × 64              1 chunk of 3072          32·12   =  384
+  //   {8, 4}:     8 × 4                1 chunk of 32, k' = 32   32·12   =  384
+  const std::vector<std::vector<int64_t>> shapes = {{192}, {16}, {128, 192}, {48, 64}, {8, 4}};
+  const double by_hand = 1152 + 192 + 2304 + 384 + 384;
+  const std::string yaml = "name: demo\nindices: int64\nvalues: fp32\n";
+  CHECK(demo_payload_bytes(std::get<DemoConfig>(spec_from(yaml).config), shapes) == by_hand);
+  torch::manual_seed(12);
+  std::vector<torch::Tensor> params;
+  for (const auto& shape : shapes) params.push_back(torch::randn(shape).requires_grad_(true));
+  OneWorker transport;
+  OptimizerConfig opt;
+  PolicyContext ctx{params, &transport, opt, 10, 1.0};
+  auto policy = make_policy(spec_from(yaml), ctx);
+  for (auto& p : params) p.mutable_grad() = torch::randn_like(p);
+  policy->step(0);
+  REQUIRE(transport.charged_bytes.size() == 1);
+  CHECK(transport.charged_bytes[0] == by_hand);
+  CHECK(transport.carried_bytes[0] == by_hand);  // the payload's tensors weigh exactly that
+  // The packed default sends the same coefficients in fewer bytes: uint8/uint16 positions, none for
+  // the two whole tensors, fp16 values.
+  CHECK(demo_payload_bytes(DemoConfig{}, shapes) == 3 * 32 * 3 + 16 * 2 + 6 * 32 * 4 + 32 * 4 + 32 * 2);
+}
+
+TEST_CASE("demo: the index format changes the bytes, never the parameters") {
+  // Two workers, three steps, tensors with sparse and whole chunks (s 4, k 3: {3} fits in k).
+  const std::vector<std::vector<int64_t>> shapes = {{8}, {5, 6}, {3}};
+  torch::manual_seed(13);
+  std::vector<torch::Tensor> start;
+  std::vector<std::vector<std::vector<torch::Tensor>>> grads(3, std::vector<std::vector<torch::Tensor>>(2));
+  for (const auto& shape : shapes) {
+    start.push_back(torch::randn(shape));
+    for (auto& step : grads) {
+      for (auto& rank : step) rank.push_back(torch::randn(shape));
+    }
+  }
+  OptimizerConfig opt = plain_sgd(1.0);
+  auto run = [&](const std::string& yaml) {
+    std::vector<torch::Tensor> finals;
+    run_local_workers(2, [&](Transport& t) {
+      std::vector<torch::Tensor> params;
+      for (const auto& p : start) params.push_back(p.clone().requires_grad_(true));
+      PolicyContext ctx{params, &t, opt, 3, 1.0};
+      auto policy = make_policy(spec_from(yaml), ctx);
+      for (int step = 0; step < 3; ++step) {
+        for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = grads[step][t.rank()][i].clone();
+        policy->step(step);
+      }
+      if (t.rank() == 0) {
+        for (auto& p : params) finals.push_back(p.detach().clone());
+      }
+    });
+    return finals;
+  };
+  for (const char* values : {"fp32", "fp16", "sign"}) {
+    CAPTURE(values);
+    const std::string yaml = std::string("name: demo\nlr: 0.01\nchunk: 4\ntopk: 3\nvalues: ") + values + "\n";
+    std::vector<torch::Tensor> packed = run(yaml + "indices: packed\n");
+    std::vector<torch::Tensor> wide = run(yaml + "indices: int64\n");
+    CHECK(max_abs_diff(packed, wide) == 0);
+    CHECK(max_abs_diff(packed, start) > 0);  // the parameters moved
+    DemoConfig a = std::get<DemoConfig>(spec_from(yaml).config);
+    DemoConfig b = std::get<DemoConfig>(spec_from(yaml + "indices: int64\n").config);
+    CHECK(demo_payload_bytes(b, shapes) > demo_payload_bytes(a, shapes));
+  }
+}
+
 TEST_CASE("demo: the DisTrO report's 1.2B model, 32 nodes: bytes per worker per step") {
   std::vector<std::vector<int64_t>> shapes = distro_1p2b_shapes();
   int64_t params = 0;
@@ -168,6 +249,12 @@ TEST_CASE("demo: the DisTrO report's 1.2B model, 32 nodes: bytes per worker per 
   DemoConfig paper;
   CHECK(demo_payload_bytes(paper, shapes) == 294144.0 * 32 * 4 + 1056.0 * 32 * 3);
   CHECK(demo_payload_bytes(paper, shapes) == 37'751'808);
+  // demo.py's own wire (int64 indices, fp32 values): (294,144 + 1,056) chunks · 32 · 12 B.
+  DemoConfig reference;
+  reference.indices = SparseIndices::int64;
+  reference.values = SparseValues::fp32;
+  CHECK(demo_payload_bytes(reference, shapes) == (294144.0 + 1056.0) * 32 * 12);
+  CHECK(demo_payload_bytes(reference, shapes) == 113'356'800);
   // Psyche's settings (k 4, 1-bit signs): 2.51 MB, near the report's 2.8 MB uploaded per node per step
   // (× 31 peers = 86.8 MB).
   DemoConfig psyche;

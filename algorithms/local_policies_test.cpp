@@ -5,6 +5,7 @@
 #include <map>
 
 #include "algorithms/co2.hpp"
+#include "algorithms/policies.hpp"
 #include "algorithms/policy_test_util.hpp"
 #include "algorithms/streaming_diloco.hpp"
 #include "tests/doctest_torch.hpp"
@@ -150,6 +151,28 @@ TEST_CASE("streaming: with one fragment, tau 0 and alpha 0 it is DiLoCo with the
   CHECK(max_abs_diff(diloco.params, two.params) > 1e-5);
   Outcome fp32 = train(spec_from("name: diloco\ninner_steps: 2\nouter_lr: 0.4\n"), world, steps, plain_sgd(0.05));
   CHECK(max_abs_diff(diloco.params, fp32.params) > 1e-5);  // int4 really rounds the outer gradient
+}
+
+TEST_CASE("streaming: the paper's E3M0 (wire: e3m0) is accepted by every policy and travels through the all-reduce") {
+  CHECK(std::get<DdpConfig>(spec_from("name: ddp\nwire: e3m0\n").config).wire == WireFormat::e3m0);
+  CHECK(std::get<DiLoCoConfig>(spec_from("name: diloco\nwire: e3m0\n").config).wire == WireFormat::e3m0);
+  CHECK(std::get<StreamingDiLoCoConfig>(spec_from("name: streaming_diloco\nwire: e3m0\n").config).wire ==
+        WireFormat::e3m0);
+  CHECK(std::get<Co2Config>(spec_from("name: co2\nwire: e3m0\n").config).wire == WireFormat::e3m0);
+  CHECK(std::get<FedAvgConfig>(spec_from("name: fedavg\nwire: e3m0\n").config).wire == WireFormat::e3m0);
+  CHECK(std::get<AsyncDiLoCoConfig>(spec_from("name: async_diloco\nwire: e3m0\n").config).wire == WireFormat::e3m0);
+  CHECK_THROWS_WITH(spec_from("name: streaming_diloco\nwire: e2m1\n"), doctest::Contains("wire: must be one of"));
+
+  // Streaming DiLoCo reduced to DiLoCo (one fragment, τ 0, α 0) on e3m0 is DiLoCo on e3m0, and
+  // e3m0 rounds the outer gradient differently from int4.
+  const int world = 2, steps = 6;
+  const std::string reduced = "name: streaming_diloco\ninner_steps: 2\nfragments: 1\nsync_delay: 0\nmerge_alpha: 0\n";
+  Outcome e3m0 = train(spec_from(reduced + "wire: e3m0\n"), world, steps, plain_sgd(0.05));
+  Outcome diloco = train(spec_from("name: diloco\ninner_steps: 2\nouter_lr: 0.4\nwire: e3m0\n"), world, steps,
+                         plain_sgd(0.05));
+  CHECK(max_abs_diff(e3m0.params, diloco.params) < 1e-6);
+  Outcome int4 = train(spec_from(reduced + "wire: int4\n"), world, steps, plain_sgd(0.05));
+  CHECK(max_abs_diff(e3m0.params, int4.params) > 1e-5);
 }
 
 TEST_CASE("streaming: each fragment's all-reduce starts at its offset and is waited on tau steps later") {

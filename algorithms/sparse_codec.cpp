@@ -8,11 +8,12 @@
 namespace locosim {
 
 const std::vector<std::string>& sparse_values_names() {
-  static const std::vector<std::string> names = {"fp16", "bf16", "sign"};
+  static const std::vector<std::string> names = {"fp32", "fp16", "bf16", "sign"};
   return names;
 }
 
 SparseValues sparse_values_from_name(const std::string& name) {
+  if (name == "fp32") return SparseValues::fp32;
   if (name == "fp16") return SparseValues::fp16;
   if (name == "bf16") return SparseValues::bf16;
   if (name == "sign") return SparseValues::sign;
@@ -21,9 +22,29 @@ SparseValues sparse_values_from_name(const std::string& name) {
 
 std::string sparse_values_name(SparseValues values) {
   switch (values) {
+    case SparseValues::fp32: return "fp32";
     case SparseValues::fp16: return "fp16";
     case SparseValues::bf16: return "bf16";
     case SparseValues::sign: return "sign";
+  }
+  return "?";
+}
+
+const std::vector<std::string>& sparse_indices_names() {
+  static const std::vector<std::string> names = {"packed", "int64"};
+  return names;
+}
+
+SparseIndices sparse_indices_from_name(const std::string& name) {
+  if (name == "packed") return SparseIndices::packed;
+  if (name == "int64") return SparseIndices::int64;
+  throw std::invalid_argument("unknown sparse index format '" + name + "'");
+}
+
+std::string sparse_indices_name(SparseIndices indices) {
+  switch (indices) {
+    case SparseIndices::packed: return "packed";
+    case SparseIndices::int64: return "int64";
   }
   return "?";
 }
@@ -36,12 +57,12 @@ int index_bytes(int64_t chunk_numel) {
   return 8;
 }
 
-double sparse_bytes(int64_t chunks, int64_t chunk_numel, int64_t k, SparseValues values) {
+double sparse_bytes(int64_t chunks, int64_t chunk_numel, int64_t k, SparseValues values, SparseIndices indices) {
   const int64_t kept = std::min(k, chunk_numel);
   const int64_t pairs = chunks * kept;
-  const double b_idx = kept == chunk_numel ? 0.0 : index_bytes(chunk_numel);
+  const double b_idx = indices == SparseIndices::int64 ? 8.0 : kept == chunk_numel ? 0.0 : index_bytes(chunk_numel);
   if (values == SparseValues::sign) return static_cast<double>(pairs) * b_idx + static_cast<double>((pairs + 7) / 8) + 4.0;
-  return static_cast<double>(pairs) * (b_idx + 2.0);
+  return static_cast<double>(pairs) * (b_idx + (values == SparseValues::fp32 ? 4.0 : 2.0));
 }
 
 double SparsePayload::bytes() const {
@@ -58,11 +79,12 @@ SparsePayload SparsePayload::from(const std::vector<torch::Tensor>& wire, size_t
   return SparsePayload{wire.at(first), wire.at(first + 1), wire.at(first + 2)};
 }
 
-SparseCodec::SparseCodec(int64_t chunks, int64_t chunk_numel, int64_t k, SparseValues values)
+SparseCodec::SparseCodec(int64_t chunks, int64_t chunk_numel, int64_t k, SparseValues values, SparseIndices indices)
     : chunks_(chunks),
       chunk_numel_(chunk_numel),
       k_(std::min(k, chunk_numel)),
       values_(values),
+      indices_(indices),
       index_bytes_(index_bytes(chunk_numel)) {}
 
 namespace {
@@ -84,16 +106,25 @@ SparsePayload SparseCodec::encode(const torch::Tensor& coefficients) const {
   SparsePayload p;
   torch::Tensor kept;
   if (whole()) {
-    p.indices = torch::empty({0}, torch::kByte);
+    // In order, so that both index formats keep the same values in the same order (the sign
+    // format's scale is a sum over them): int64 sends the positions 0 .. n-1 explicitly.
     kept = x;
+    p.indices = implicit_positions()
+                    ? torch::empty({0}, torch::kByte)
+                    : torch::arange(chunk_numel_, torch::kLong).expand({chunks_, chunk_numel_}).contiguous();
   } else {
     torch::Tensor pos = std::get<1>(torch::topk(x.abs(), k_, /*dim=*/1, /*largest=*/true, /*sorted=*/false));
     kept = x.gather(1, pos);
-    std::vector<torch::Tensor> bytes;  // little-endian: byte j holds bits 8j .. 8j+7
-    for (int j = 0; j < index_bytes_; ++j) bytes.push_back(torch::bitwise_and(pos.bitwise_right_shift(8 * j), 0xFF));
-    p.indices = torch::stack(bytes, 2).to(torch::kByte).reshape({chunks_, k_ * index_bytes_});
+    if (indices_ == SparseIndices::int64) {
+      p.indices = pos.contiguous();
+    } else {
+      std::vector<torch::Tensor> bytes;  // little-endian: byte j holds bits 8j .. 8j+7
+      for (int j = 0; j < index_bytes_; ++j) bytes.push_back(torch::bitwise_and(pos.bitwise_right_shift(8 * j), 0xFF));
+      p.indices = torch::stack(bytes, 2).to(torch::kByte).reshape({chunks_, k_ * index_bytes_});
+    }
   }
   switch (values_) {
+    case SparseValues::fp32: p.values = kept.contiguous().clone(); break;  // never a view of the caller's X
     case SparseValues::fp16: p.values = kept.to(torch::kHalf).contiguous(); break;
     case SparseValues::bf16: p.values = kept.to(torch::kBFloat16).contiguous(); break;
     case SparseValues::sign:
@@ -107,9 +138,12 @@ SparsePayload SparseCodec::encode(const torch::Tensor& coefficients) const {
 
 torch::Tensor SparseCodec::positions(const std::vector<SparsePayload>& by_rank) const {
   const int64_t world = static_cast<int64_t>(by_rank.size());
-  if (whole()) return torch::arange(chunk_numel_, torch::kLong).expand({world, chunks_, chunk_numel_}).contiguous();
+  if (implicit_positions()) {
+    return torch::arange(chunk_numel_, torch::kLong).expand({world, chunks_, chunk_numel_}).contiguous();
+  }
   std::vector<torch::Tensor> indices;
   for (const auto& p : by_rank) indices.push_back(p.indices);
+  if (indices_ == SparseIndices::int64) return torch::stack(indices).view({world, chunks_, k_});
   torch::Tensor bytes = torch::stack(indices).view({world, chunks_, k_, index_bytes_}).to(torch::kLong);
   torch::Tensor pos = bytes.select(3, 0).clone();
   for (int j = 1; j < index_bytes_; ++j) pos.add_(bytes.select(3, j).bitwise_left_shift(8 * j));

@@ -1,4 +1,5 @@
-// Top-k payloads: exact bytes, what decode puts back, conservation of momentum, rank-order means.
+// Top-k payloads: exact bytes, what decode puts back, conservation of momentum, rank-order means,
+// and the two index formats (packed, int64) carrying the same positions.
 #include "algorithms/sparse_codec.hpp"
 
 #include <algorithm>
@@ -153,4 +154,45 @@ TEST_CASE("sparse: the mean decode is bit-identical whatever order the payloads 
   }
   CHECK(sent.max().item<double>() >= 2);  // some coefficients were sent by several workers
   CHECK(max_abs(reference - total / sent.clamp_min(1)) < 1e-6);
+}
+
+TEST_CASE("sparse: int64 indices weigh 8 bytes each, always, and decode to what packed indices decode to") {
+  struct Case { int64_t chunks, chunk_numel, k; SparseValues values; double bytes; };
+  const Case cases[] = {
+      {3, 4096, 32, SparseValues::fp32, 3 * 32 * (8 + 4)},       // demo.py's wire for fp32 parameters
+      {3, 4096, 32, SparseValues::fp16, 3 * 32 * (8 + 2)},
+      {5, 64, 32, SparseValues::fp32, 5 * 32 * (8 + 4)},
+      {3, 4096, 5, SparseValues::sign, 3 * 5 * 8 + 2 + 4},
+      {2, 16, 32, SparseValues::fp32, 2 * 16 * (8 + 4)},         // k clamped to the chunk, positions still sent
+  };
+  torch::manual_seed(6);
+  for (const Case& c : cases) {
+    CAPTURE(c.chunk_numel);
+    CAPTURE(c.k);
+    CAPTURE(sparse_values_name(c.values));
+    CHECK(sparse_bytes(c.chunks, c.chunk_numel, c.k, c.values, SparseIndices::int64) == c.bytes);
+    SparseCodec wide(c.chunks, c.chunk_numel, c.k, c.values, SparseIndices::int64);
+    SparseCodec packed(c.chunks, c.chunk_numel, c.k, c.values, SparseIndices::packed);
+    CHECK(wide.bytes() == c.bytes);
+    CHECK(packed.bytes() < c.bytes);
+    std::vector<SparsePayload> wide_q, packed_q;
+    for (int r = 0; r < 3; ++r) {
+      torch::Tensor x = torch::randn({c.chunks, c.chunk_numel});
+      wide_q.push_back(wide.encode(x));
+      packed_q.push_back(packed.encode(x));
+      const SparsePayload& q = wide_q.back();
+      CHECK(q.bytes() == c.bytes);
+      CHECK((q.indices.scalar_type() == torch::kLong));
+      CHECK(q.indices.sizes() == torch::IntArrayRef({c.chunks, std::min(c.k, c.chunk_numel)}));
+      CHECK(torch::equal(wide.decode(q), packed.decode(packed_q.back())));
+      if (c.values == SparseValues::fp32) {  // fp32 values travel exactly: the kept coefficients are x's own
+        torch::Tensor back = wide.decode(q);
+        CHECK(torch::equal(torch::where(back.ne(0), x, torch::zeros_like(x)), back));
+      }
+    }
+    CHECK(torch::equal(wide.mean_decode(wide_q), packed.mean_decode(packed_q)));
+  }
+  CHECK(sparse_indices_from_name("int64") == SparseIndices::int64);
+  CHECK(sparse_indices_name(SparseIndices::packed) == "packed");
+  CHECK(sparse_values_from_name("fp32") == SparseValues::fp32);
 }
