@@ -1,5 +1,10 @@
-// Wire formats: exact byte counts and rounding within each format's bound; the rank-order mean.
+// Wire formats: exact byte counts and rounding within each format's bound (e3m0: its grid, by hand);
+// the rank-order mean.
 #include "algorithms/codec.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 
 #include "algorithms/transport.hpp"
 #include "tests/doctest_torch.hpp"
@@ -96,4 +101,90 @@ TEST_CASE("codec: int4 packs signed values exactly and zero blocks stay zero") {
   CHECK(torch::equal(through_wire(zeros, WireFormat::int4), zeros));
   CHECK(wire_format_from_name("int4") == WireFormat::int4);
   CHECK(wire_format_name(WireFormat::int8) == "int8");
+}
+
+TEST_CASE("codec: e3m0 rounds to the nearest power of two times its block's absmax, keeping zero and signs") {
+  // Block 0 (64 values): absmax 4, so the scale is 4 and the grid is ±4·{2^-6 .. 2^0} = ±{1/16 .. 4}, and 0.
+  // Block 1 (3 values): absmax 0.75, not a power of two: the grid is ±0.75·{2^-6 .. 1}.
+  const std::vector<std::pair<float, float>> block0 = {
+      {4.0f, 4.0f},     {-2.0f, -2.0f},   {1.0f, 1.0f},       {0.5f, 0.5f},  // powers of two: exact
+      {-0.25f, -0.25f}, {0.125f, 0.125f}, {0.0625f, 0.0625f},                // down to 4·2^-6
+      {0.0f, 0.0f},                                                          // zero
+      {2.9f, 2.0f},     {3.1f, 4.0f},     {3.0f, 4.0f},                      // 2..4: midpoint 3, a tie goes up
+      {-1.4f, -1.0f},   {-1.6f, -2.0f},   {-1.5f, -2.0f},                    // signs kept
+      {0.04f, 0.0625f}, {0.03125f, 0.0625f},  // 4·2^-7 = 1/32: the midpoint of 0 and 1/16
+      {0.03f, 0.0f},    {-0.01f, 0.0f},       // below it: zero
+  };
+  const std::vector<std::pair<float, float>> block1 = {{0.75f, 0.75f}, {0.5f, 0.375f}, {-0.6f, -0.75f}};
+  torch::Tensor x = torch::zeros({64 + 3}), expected = torch::zeros({64 + 3});
+  for (size_t i = 0; i < block0.size(); ++i) {
+    x[i] = block0[i].first;
+    expected[i] = block0[i].second;
+  }
+  for (size_t i = 0; i < block1.size(); ++i) {
+    x[64 + i] = block1[i].first;
+    expected[64 + i] = block1[i].second;
+  }
+  torch::Tensor y = through_wire(x, WireFormat::e3m0);
+  CHECK((y.scalar_type() == torch::kFloat32));
+  CHECK(torch::equal(y, expected));
+  CHECK_FALSE(std::signbit(y[17].item<float>()));  // −0.01 comes back as +0
+
+  // The bytes: nibble = sign·8 + exponent field (e ↦ ±s·2^(e−7), 0 ↦ 0), element 2j low, 2j+1 high;
+  // then one fp32 scale per block, the block's absmax.
+  torch::Tensor bytes = encode_quantized(x, WireFormat::e3m0);
+  REQUIRE(bytes.numel() == 34 + 8);
+  CHECK(bytes[0].item<uint8_t>() == (7 | (8 + 6) << 4));  // 4 = 4·2^0 (e 7), −2 = −4·2^-1 (sign, e 6)
+  CHECK(bytes[3].item<uint8_t>() == (1 | 0 << 4));        // 1/16 = 4·2^-6 (e 1), 0 (e 0)
+  CHECK(bytes[33].item<uint8_t>() == (8 + 7));            // the last, odd element (−0.75: sign, e 7) and padding
+  float scales[2];
+  std::memcpy(scales, bytes.data_ptr<uint8_t>() + 34, sizeof(scales));
+  CHECK(scales[0] == 4.0f);
+  CHECK(scales[1] == 0.75f);
+  CHECK(torch::equal(decode_quantized(bytes, WireFormat::e3m0, x.numel()), expected));
+
+  // Values on the grid travel exactly; zero blocks stay zero.
+  CHECK(torch::equal(through_wire(y, WireFormat::e3m0), y));
+  torch::Tensor zeros = torch::zeros({3, 50});
+  CHECK(torch::equal(through_wire(zeros, WireFormat::e3m0), zeros));
+}
+
+TEST_CASE("codec: e3m0 counts nibbles plus one fp32 scale per 64 values, and is not int4") {
+  CHECK(wire_bytes(WireFormat::e3m0, 1000) == 500 + 4 * 16);
+  CHECK(wire_bytes(WireFormat::e3m0, 1001) == 501 + 4 * 16);
+  CHECK(wire_bytes(WireFormat::e3m0, 65) == 33 + 4 * 2);
+  CHECK(wire_bytes(WireFormat::e3m0, 0) == 0);
+  torch::manual_seed(3);
+  for (int64_t n : {1, 63, 64, 65, 1001}) {
+    CAPTURE(n);
+    torch::Tensor bytes = encode_quantized(torch::randn({n}), WireFormat::e3m0);
+    CHECK(static_cast<double>(bytes.numel()) == wire_bytes(WireFormat::e3m0, n));
+    CHECK(static_cast<double>(bytes.numel()) == wire_bytes(WireFormat::int4, n));
+  }
+  CHECK(wire_format_from_name("e3m0") == WireFormat::e3m0);
+  CHECK(wire_format_name(WireFormat::e3m0) == "e3m0");
+  CHECK(std::count(wire_format_names().begin(), wire_format_names().end(), "e3m0") == 1);
+
+  // On a random tensor: every value is 0 or ±absmax·2^-k (k 0..6) of its block, within a third of
+  // itself where |x| >= absmax·2^-6 (the nearest power of two is off by at most 1/3 relative), and the
+  // result is not int4's.
+  torch::Tensor x = torch::randn({4096 + 37}) * 3;
+  torch::Tensor y = through_wire(x, WireFormat::e3m0);
+  const int64_t n = x.numel(), blocks = (n + 63) / 64;
+  torch::Tensor padded = torch::zeros({blocks * 64});
+  padded.slice(0, 0, n).copy_(x);
+  torch::Tensor absmax =
+      padded.view({blocks, 64}).abs().amax(1, true).expand({blocks, 64}).reshape({-1}).slice(0, 0, n);
+  torch::Tensor r = y.abs() / absmax;
+  torch::Tensor nonzero = r.gt(0);
+  torch::Tensor log2r = torch::log2(r.masked_select(nonzero));
+  CHECK(torch::equal(log2r.round(), log2r));  // powers of two
+  CHECK(log2r.min().item<double>() >= -6);
+  CHECK(r.max().item<double>() == 1.0);
+  torch::Tensor in_range = x.abs() >= absmax * std::ldexp(1.0, -6);
+  CHECK(((y - x).abs() - x.abs() / 3).masked_select(in_range).max().item<double>() <= 1e-6);
+  CHECK(torch::equal(y.sign().masked_select(nonzero), x.sign().masked_select(nonzero)));
+  torch::Tensor y4 = through_wire(x, WireFormat::int4);
+  CHECK(!torch::equal(y, y4));
+  CHECK(y.ne(y4).to(torch::kFloat).mean().item<double>() > 0.5);  // most values differ, not a few
 }

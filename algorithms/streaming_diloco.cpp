@@ -10,7 +10,7 @@
 //   τ steps later:          Δ_p ← mean_i Δ_p,i               (wait)
 //                           θ_p ← OuterNesterov(θ_p, Δ_p)    (η, μ; fragment p's own momentum)
 //                           θ_p,i ← α·θ_p,i + (1−α)·θ_p      merge with the τ steps done meanwhile
-// With F=1, τ=0, α=0 this is DiLoCo. Wire per worker per sync: 2(K-1)/K · (P/F) · b, b = 4.5/8 for int4.
+// With F=1, τ=0, α=0 this is DiLoCo. Wire per worker per sync: 2(K-1)/K · (P/F) · b, b = 4.5/8 for int4 and e3m0.
 #include "algorithms/streaming_diloco.hpp"
 
 #include <cstdio>

@@ -19,7 +19,7 @@ struct StreamingDiLoCoConfig {
   double outer_lr = 0.4;                // η (0.4 in the paper's Streaming DiLoCo runs)
   double outer_momentum = 0.9;          // μ: Nesterov momentum
   bool nesterov = true;
-  WireFormat wire = WireFormat::int4;   // 4-bit outer gradients (paper: E3M0; here int4 + one fp32 scale per 64)
+  WireFormat wire = WireFormat::int4;   // 4-bit outer gradients, one fp32 scale per 64 (paper: E3M0, `wire: e3m0`)
 
   // Also checks torchft's schedule constraints: F divides H, τ < H/F.
   static StreamingDiLoCoConfig parse(Section& s);
