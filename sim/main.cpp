@@ -163,14 +163,19 @@ int main(int argc, char** argv) {
   CLI::App app{"locosim: which low-communication training method finishes first, at what loss, on your links"};
   app.require_subcommand(1);
 
+  // What run, merge and submit have in common: the scenario, where its run folders go, which policies.
+  const auto add_runs = [](CLI::App* cmd, std::string& file, RunOptions& options) {
+    cmd->add_option("scenario", file, "scenario YAML file")->required();
+    cmd->add_option("-o,--output", options.output_root, "folder for run folders (default: runs)");
+    cmd->add_option("-p,--policy", options.only_labels, "only the policy with this label (repeatable)");
+  };
+
   std::string run_file;
   RunOptions options;
   std::optional<std::string> link_bucket;
   bool no_progress = false;
   CLI::App* run_cmd = app.add_subcommand("run", "simulate every policy of a scenario and print the comparison");
-  run_cmd->add_option("scenario", run_file, "scenario YAML file")->required();
-  run_cmd->add_option("-o,--output", options.output_root, "folder for run folders (default: runs)");
-  run_cmd->add_option("-p,--policy", options.only_labels, "run only the policy with this label (repeatable)");
+  add_runs(run_cmd, run_file, options);
   run_cmd->add_option("-j,--jobs", options.jobs, "policies simulated at once (default: one per core)");
   run_cmd->add_option("--link-bucket", link_bucket, "time bucket of links.csv, e.g. '10 s' (default: the scenario's)");
   run_cmd->add_flag("--no-progress", no_progress, "no live progress lines (never shown off a terminal or in CI)");
@@ -182,18 +187,14 @@ int main(int argc, char** argv) {
   std::string merge_file;
   RunOptions merge_options;
   CLI::App* merge_cmd = app.add_subcommand("merge", "write a sweep's summaries from its finished runs (after shards)");
-  merge_cmd->add_option("scenario", merge_file, "scenario YAML file")->required();
-  merge_cmd->add_option("-o,--output", merge_options.output_root, "folder for run folders (default: runs)");
-  merge_cmd->add_option("-p,--policy", merge_options.only_labels, "only the policy with this label (repeatable)");
+  add_runs(merge_cmd, merge_file, merge_options);
 
   std::string submit_file;
   RunOptions submit_options;
   SlurmOptions slurm;
   bool no_submit = false;
   CLI::App* submit_cmd = app.add_subcommand("submit", "run a scenario's sweep as a SLURM job array, then merge");
-  submit_cmd->add_option("scenario", submit_file, "scenario YAML file")->required();
-  submit_cmd->add_option("-o,--output", submit_options.output_root, "folder for run folders (default: runs)");
-  submit_cmd->add_option("-p,--policy", submit_options.only_labels, "only the policy with this label (repeatable)");
+  add_runs(submit_cmd, submit_file, submit_options);
   submit_cmd->add_option("--sbatch", slurm.sbatch_options, "an sbatch option for both jobs, e.g. --sbatch=--time=2:00:00 (repeatable)");
   submit_cmd->add_option("--max-tasks", slurm.max_tasks, "array tasks at most (default 1000)")->check(CLI::PositiveNumber);
   submit_cmd->add_flag("--force", submit_options.recompute, "compute again runs already finished");
