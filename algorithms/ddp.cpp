@@ -48,9 +48,14 @@ class Ddp : public Policy {
  public:
   Ddp(const DdpConfig& cfg, PolicyContext ctx)
       : cfg_(cfg), ctx_(std::move(ctx)), optimizer_(make_optimizer(ctx_.params, ctx_.optimizer)) {
-    std::vector<double> bytes;
-    for (const auto& p : ctx_.params) bytes.push_back(4.0 * static_cast<double>(p.numel()) * ctx_.wire_scale);
-    buckets_ = ddp_buckets(bytes, cfg_);
+    if (cfg_.overlap) {
+      std::vector<double> bytes;  // priced fp32 parameters
+      for (const auto& p : ctx_.params) bytes.push_back(4.0 * static_cast<double>(p.numel()) * ctx_.wire_scale);
+      buckets_ = ddp_buckets(bytes, cfg_);
+    } else {  // one all-reduce of every gradient after the backward
+      buckets_.emplace_back();
+      for (size_t i = 0; i < ctx_.params.size(); ++i) buckets_.back().push_back(i);
+    }
     for (const auto& bucket : buckets_) {
       bucket_numel_.push_back(0);
       for (size_t i : bucket) bucket_numel_.back() += static_cast<double>(ctx_.params[i].numel());
@@ -62,10 +67,7 @@ class Ddp : public Policy {
   // With overlap: the forward pass, then each bucket's share of the backward followed by the start of
   // its all-reduce (the real forward and backward run first: they take no simulated time).
   void compute_step(Transport& transport, double flops, const std::function<void()>& work) override {
-    if (!cfg_.overlap) {
-      transport.compute(flops, work);
-      return;
-    }
+    if (!cfg_.overlap) return Policy::compute_step(transport, flops, work);
     transport.compute(flops / 3, work);
     for (size_t b = 0; b < buckets_.size(); ++b) {
       transport.compute(flops * 2 / 3 * bucket_numel_[b] / total_numel_, [] {});
@@ -73,24 +75,19 @@ class Ddp : public Policy {
     }
   }
 
-  // A failed all-reduce is redone among the survivors with the same gradients; if it keeps failing,
-  // the step is skipped on every member (no replica applies a gradient the others did not).
+  // The buckets not started yet start now (all of them without overlap). A failed all-reduce is redone
+  // among the survivors with the same gradients; if it keeps failing, the step is skipped on every
+  // member (no replica applies a gradient the others did not).
   Sync step(int64_t step) override {
+    for (size_t b = in_flight_.size(); b < buckets_.size(); ++b) start_bucket(b);
+    std::vector<size_t> failed;
+    for (size_t b = 0; b < in_flight_.size(); ++b) {
+      if (!in_flight_[b].wait()) failed.push_back(b);
+    }
+    in_flight_.clear();
     const Wire wire{cfg_.wire, ctx_.wire_scale};
-    if (cfg_.overlap) {
-      for (size_t b = in_flight_.size(); b < buckets_.size(); ++b) start_bucket(b);  // compute_step was not called
-      std::vector<size_t> failed;
-      for (size_t b = 0; b < in_flight_.size(); ++b) {
-        if (!in_flight_[b].wait()) failed.push_back(b);
-      }
-      in_flight_.clear();
-      for (size_t b : failed) {  // three attempts in all, the first of them already made
-        if (!commit_or_redo([&] { return ctx_.transport->all_reduce_mean(grads_[b], wire); }, 2)) return Sync::aborted;
-      }
-    } else {
-      std::vector<torch::Tensor> grads;
-      for (auto& p : ctx_.params) grads.push_back(p.mutable_grad());
-      if (!commit_or_redo([&] { return ctx_.transport->all_reduce_mean(grads, wire); })) return Sync::aborted;
+    for (size_t b : failed) {  // three attempts in all, the first of them already made
+      if (!commit_or_redo([&] { return ctx_.transport->all_reduce_mean(grads_[b], wire); }, 2)) return Sync::aborted;
     }
     optimizer_step(*optimizer_, ctx_.params, ctx_.optimizer, step, ctx_.total_steps);
     return Sync::committed;
@@ -119,7 +116,8 @@ class Ddp : public Policy {
     in_flight_.push_back(ctx_.transport->all_reduce_mean(grads_[b], Wire{cfg_.wire, ctx_.wire_scale}));
   }
 
-  std::vector<std::vector<size_t>> buckets_;      // parameter indices, in the order they are ready
+  std::vector<std::vector<size_t>> buckets_;      // parameter indices, in the order they are ready (one
+                                                   // bucket of all of them without overlap)
   std::vector<double> bucket_numel_;
   double total_numel_ = 0;
   std::vector<std::vector<torch::Tensor>> grads_;  // this step's gradients, per bucket

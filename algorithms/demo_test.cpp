@@ -51,6 +51,28 @@ std::vector<std::vector<int64_t>> distro_1p2b_shapes() {
   return shapes;
 }
 
+// Two workers of `yaml`'s policy on the in-process transport, from `start`, fed grads[step][rank][tensor]
+// (plain schedule, constant): each worker's final parameters, by rank.
+std::vector<std::vector<torch::Tensor>> run_two_workers(
+    const std::string& yaml, const std::vector<torch::Tensor>& start,
+    const std::vector<std::vector<std::vector<torch::Tensor>>>& grads) {
+  const int steps = static_cast<int>(grads.size());
+  const OptimizerConfig opt = plain_sgd(1.0);  // only its schedule shape is used: constant
+  std::vector<std::vector<torch::Tensor>> finals(2);
+  run_local_workers(2, [&](Transport& t) {
+    std::vector<torch::Tensor> params;
+    for (const auto& p : start) params.push_back(p.clone().requires_grad_(true));
+    PolicyContext ctx{params, &t, opt, steps, 1.0};
+    auto policy = make_policy(spec_from(yaml), ctx);
+    for (int step = 0; step < steps; ++step) {
+      for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = grads[step][t.rank()][i].clone();
+      policy->step(step);
+    }
+    for (auto& p : params) finals[t.rank()].push_back(p.detach().clone());
+  });
+  return finals;
+}
+
 }  // namespace
 
 TEST_CASE("demo: the policy entry parses with the paper's defaults and rejects bad values") {
@@ -133,20 +155,8 @@ TEST_CASE("demo: with k covering whole chunks, each step is sign-SGD on the mean
       means[step].push_back((u + v) / 2);
     }
   }
-  OptimizerConfig opt = plain_sgd(1.0);  // only its schedule shape is used: constant
   auto run = [&](const std::string& yaml) {
-    std::vector<std::vector<torch::Tensor>> finals(2);
-    run_local_workers(2, [&](Transport& t) {
-      std::vector<torch::Tensor> params;
-      for (const auto& p : start) params.push_back(p.clone().requires_grad_(true));
-      PolicyContext ctx{params, &t, opt, 2, 1.0};
-      auto policy = make_policy(spec_from(yaml), ctx);
-      for (int step = 0; step < 2; ++step) {
-        for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = grads[step][t.rank()][i].clone();
-        policy->step(step);
-      }
-      for (auto& p : params) finals[t.rank()].push_back(p.detach().clone());
-    });
+    const auto finals = run_two_workers(yaml, start, grads);
     CHECK(max_abs_diff(finals[0], finals[1]) == 0);  // replicas stay identical
     return finals[0];
   };
@@ -208,24 +218,7 @@ TEST_CASE("demo: the index format changes the bytes, never the parameters") {
       for (auto& rank : step) rank.push_back(torch::randn(shape));
     }
   }
-  OptimizerConfig opt = plain_sgd(1.0);
-  auto run = [&](const std::string& yaml) {
-    std::vector<torch::Tensor> finals;
-    run_local_workers(2, [&](Transport& t) {
-      std::vector<torch::Tensor> params;
-      for (const auto& p : start) params.push_back(p.clone().requires_grad_(true));
-      PolicyContext ctx{params, &t, opt, 3, 1.0};
-      auto policy = make_policy(spec_from(yaml), ctx);
-      for (int step = 0; step < 3; ++step) {
-        for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = grads[step][t.rank()][i].clone();
-        policy->step(step);
-      }
-      if (t.rank() == 0) {
-        for (auto& p : params) finals.push_back(p.detach().clone());
-      }
-    });
-    return finals;
-  };
+  auto run = [&](const std::string& yaml) { return run_two_workers(yaml, start, grads)[0]; };
   for (const char* values : {"fp32", "fp16", "sign"}) {
     CAPTURE(values);
     const std::string yaml = std::string("name: demo\nlr: 0.01\nchunk: 4\ntopk: 3\nvalues: ") + values + "\n";

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -190,11 +191,17 @@ void run_tasks(const std::vector<const PlannedRun*>& tasks, const RunOptions& op
   }
 }
 
-// Writes through a temporary file (named for this process: shards may merge at once) renamed into place.
-void write_file_atomically(const fs::path& path, const std::string& text) {
+// `write` writes a temporary file (named for this process: shards may merge at once) that is then
+// renamed to `path`.
+void write_atomically(const fs::path& path, const std::function<void(const std::string&)>& write) {
   const fs::path tmp = path.parent_path() / ("." + path.filename().string() + "." + std::to_string(getpid()) + ".tmp");
-  write_text_file(tmp.string(), text);
+  write(tmp.string());
   fs::rename(tmp, path);
+}
+
+// In progress lines and lists of missing runs: the label, or point/label.
+std::string run_name(const SweepPoint& point, const std::string& label) {
+  return point.name.empty() ? label : point.name + "/" + label;
 }
 
 std::string read_file(const fs::path& path) {
@@ -257,8 +264,7 @@ std::vector<PlannedRun> plan_runs(const Sweep& sweep, const RunOptions& options)
     const fs::path folder = point_folder(root, point);
     for (const PolicySpec* p : selected_policies(point.scenario, options.only_labels)) {
       if (position++ % static_cast<size_t>(options.shard.count) != static_cast<size_t>(options.shard.index)) continue;
-      PlannedRun run{&point, p, child_path(folder, p->label), point.name.empty() ? p->label : point.name + "/" + p->label,
-                     run_hash(point.scenario, *p)};
+      PlannedRun run{&point, p, child_path(folder, p->label), run_name(point, p->label), run_hash(point.scenario, *p)};
       run.finished = is_finished_run(run.dir, run.hash);
       plan.push_back(std::move(run));
     }
@@ -297,7 +303,7 @@ Merged merge_runs(const Sweep& sweep, const RunOptions& options) {
       const fs::path dir = child_path(folder, p.label);
       const bool wanted = std::find(selected.begin(), selected.end(), &p) != selected.end();
       if (!is_finished_run(dir, run_hash(point.scenario, p))) {
-        if (wanted) merged.missing.push_back(point.name.empty() ? p.label : point.name + "/" + p.label);
+        if (wanted) merged.missing.push_back(run_name(point, p.label));
         continue;
       }
       rows.push_back(read_summary_json((dir / "summary.json").string()));
@@ -305,9 +311,7 @@ Merged merge_runs(const Sweep& sweep, const RunOptions& options) {
     }
     if (!is_locosim_folder(folder)) continue;  // nothing ran here yet
     const fs::path csv = folder / "summary.csv";
-    const fs::path tmp = folder / (".summary.csv." + std::to_string(getpid()) + ".tmp");
-    write_summary_csv(rows, tmp.string());
-    fs::rename(tmp, csv);
+    write_atomically(csv, [&](const std::string& tmp) { write_summary_csv(rows, tmp); });
     if (point.name.empty()) break;  // no sweep: the scenario's summary.csv is the whole result
     std::istringstream in(read_file(csv));
     std::string line;
@@ -323,7 +327,9 @@ Merged merge_runs(const Sweep& sweep, const RunOptions& options) {
       grid << ',' << line << '\n';
     }
   }
-  if (grid.tellp() > 0) write_file_atomically(root / "summary.csv", grid.str());
+  if (grid.tellp() > 0) {
+    write_atomically(root / "summary.csv", [&](const std::string& tmp) { write_text_file(tmp, grid.str()); });
+  }
   return merged;
 }
 

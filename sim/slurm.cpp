@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -87,19 +88,18 @@ SlurmJobs submit_to_slurm(const std::string& program, const std::string& scenari
 
   // Array task i runs the plan's positions i, i+M, ...: M tasks, those with something to do submitted.
   const size_t m = std::min(plan.size(), static_cast<size_t>(std::max(1, slurm.max_tasks)));
-  std::vector<size_t> indices;
+  std::set<size_t> tasks;
   int threads = 1;
   double memory_bytes = 0;
   for (size_t position = 0; position < plan.size(); ++position) {
     const PlannedRun& run = plan[position];
     if (run.finished && !options.recompute) continue;
     ++jobs.runs;
-    if (indices.empty() || indices.back() != position % m) indices.push_back(position % m);
+    tasks.insert(position % m);
     threads = std::max(threads, run.point->scenario.threads);
     memory_bytes = std::max(memory_bytes, estimate_policy_run(run.point->scenario, *run.policy).memory_bytes);
   }
-  std::sort(indices.begin(), indices.end());
-  indices.erase(std::unique(indices.begin(), indices.end()), indices.end());
+  const std::vector<size_t> indices(tasks.begin(), tasks.end());
   jobs.tasks = indices.size();
   if (indices.empty()) return jobs;
 
