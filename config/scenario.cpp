@@ -159,6 +159,7 @@ static Scenario read_scenario(Section& top, const std::string& path) {
   s.seed = static_cast<uint64_t>(top.integer("seed", 1, Range::non_negative()));
   s.platform = read_platform(top);
   Section network = top.child("network", /*optional=*/true);
+  s.network_model = parse_network_model(network);
   s.network = parse_network(network, s.platform);
   Section world = top.child("world", /*optional=*/true);
   s.world = parse_world(world, s.platform, s.seed);

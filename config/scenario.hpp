@@ -8,6 +8,7 @@
 
 #include "algorithms/policies.hpp"
 #include "algorithms/train_loop.hpp"
+#include "config/network_model.hpp"
 #include "config/platform.hpp"
 #include "config/world.hpp"
 #include "models/corpus.hpp"
@@ -34,6 +35,7 @@ struct Scenario {
   uint64_t seed = 1;
   PlatformSpec platform;
   CollectiveChoice network;         // how collectives travel; `auto` resolved against the platform
+  NetworkModelSpec network_model;   // how flows are timed: ideal or calibrated TCP
   WorldSpec world;                  // how the platform changes during the run; empty: it does not
   DataConfig data;
   LlamaConfig model;

@@ -10,7 +10,9 @@ its namespace side, its downlink on the bridge side. netem is not available on t
 only bandwidth is emulated: latencies are not, and the prediction is made with the platform's
 latencies set to 50 us (a veth hop). Compute speed is calibrated from the real run: each host's
 accelerator is replaced by one whose speed makes a simulated step take the measured mean step.
-Platforms whose hosts sit in sites (shared LAN/WAN links) are not supported here.
+Sites are emulated as a bridge per site behind one shaped veth pair: traffic leaving site s is
+shaped to its WAN entry's bandwidth (or its uplink), traffic entering it to its downlink; so a WAN
+matrix is supported between two sites (more would need per-destination classes).
 Exit codes: 0 done, 2 bad input, 3 cannot run here (not root, no ip/tc), 1 a run failed.
 """
 import argparse
@@ -41,17 +43,44 @@ def parse_bps(text):
 
 
 def expand_hosts(platform):
+    """The worker hosts in rank order: name, the bandwidths of their own links (a site's LAN for a
+    host in a site) and their site."""
+    sites = platform.get("sites") or {}
     hosts = []
     for h in platform["hosts"]:
-        if "site" in h:
-            sys.exit("emulate_wan: hosts in sites are not supported (host %s); give each host its own uplink "
-                     "and downlink" % h["name"])
         count = int(h.get("count", 1))
         for i in range(count):
-            hosts.append({"name": h["name"] if count == 1 else "%s-%d" % (h["name"], i),
-                          "up_bps": parse_bps(h["uplink"]["bandwidth"]),
-                          "down_bps": parse_bps(h["downlink"]["bandwidth"])})
+            host = {"name": h["name"] if count == 1 else "%s-%d" % (h["name"], i), "site": h.get("site")}
+            if host["site"]:
+                host["up_bps"] = host["down_bps"] = parse_bps(sites[host["site"]]["lan"]["bandwidth"])
+            else:
+                host["up_bps"] = parse_bps(h["uplink"]["bandwidth"])
+                host["down_bps"] = parse_bps(h["downlink"]["bandwidth"])
+            hosts.append(host)
     return hosts
+
+
+def site_links(platform):
+    """Per site in use: (bps leaving it, bps entering it or None when unshaped), in order of first use."""
+    sites = platform.get("sites") or {}
+    used = []
+    for h in platform["hosts"]:
+        if h.get("site") and h["site"] not in used:
+            used.append(h["site"])
+    wan_entries = platform.get("wan") or []
+    if wan_entries and len(used) > 2:
+        sys.exit("emulate_wan: a WAN matrix is emulated between two sites at most (this platform uses %d)" % len(used))
+    links = []
+    for name in used:
+        site = sites[name]
+        out = [w for w in wan_entries if w["from"] == name or (w.get("both_ways", True) and w["to"] == name)]
+        if out:
+            links.append((parse_bps(out[0]["bandwidth"]), None))
+        elif "uplink" in site:
+            links.append((parse_bps(site["uplink"]["bandwidth"]), parse_bps(site["downlink"]["bandwidth"])))
+        else:
+            sys.exit("emulate_wan: site %s has no uplink and no WAN entry" % name)
+    return used, links
 
 
 def shape(dev, bps, ns=None):
@@ -60,16 +89,30 @@ def shape(dev, bps, ns=None):
        "latency", "50ms", ns=ns)
 
 
-def build_network(hosts):
+def build_network(hosts, platform=None):
     teardown(len(hosts))
     sh("ip", "link", "add", PREFIX + "br", "type", "bridge")
     sh("ip", "link", "set", PREFIX + "br", "up")
+    sites, links = site_links(platform) if platform else ([], [])
+    for i, (leaving, entering) in enumerate(links):
+        bridge, inner, outer = "%ss%d" % (PREFIX, i), "%ss%da" % (PREFIX, i), "%ss%db" % (PREFIX, i)
+        sh("ip", "link", "add", bridge, "type", "bridge")
+        sh("ip", "link", "set", bridge, "up")
+        sh("ip", "link", "add", inner, "type", "veth", "peer", "name", outer)
+        sh("ip", "link", "set", inner, "master", bridge)
+        sh("ip", "link", "set", outer, "master", PREFIX + "br")
+        sh("ip", "link", "set", inner, "up")
+        sh("ip", "link", "set", outer, "up")
+        shape(inner, leaving)               # out of the site's bridge: leaving the site
+        if entering:
+            shape(outer, entering)          # out of the core bridge into the site
     for r, h in enumerate(hosts):
         ns, host_side, ns_side = "%s%d" % (PREFIX, r), "%s%dh" % (PREFIX, r), "%s%dn" % (PREFIX, r)
         sh("ip", "netns", "add", ns)
         sh("ip", "link", "add", host_side, "type", "veth", "peer", "name", ns_side)
         sh("ip", "link", "set", ns_side, "netns", ns)
-        sh("ip", "link", "set", host_side, "master", PREFIX + "br")
+        sh("ip", "link", "set", host_side, "master",
+           "%ss%d" % (PREFIX, sites.index(h["site"])) if h.get("site") else PREFIX + "br")
         sh("ip", "link", "set", host_side, "up")
         sh("ip", "addr", "add", "%s%d/24" % (SUBNET, r + 1), "dev", ns_side, ns=ns)
         sh("ip", "link", "set", ns_side, "up", ns=ns)
@@ -84,6 +127,9 @@ def teardown(n):
     for r in range(max(n, 64)):
         sh("ip", "netns", "del", "%s%d" % (PREFIX, r), check=False)
         sh("ip", "link", "del", "%s%dh" % (PREFIX, r), check=False)
+    for i in range(8):
+        sh("ip", "link", "del", "%ss%da" % (PREFIX, i), check=False)
+        sh("ip", "link", "del", "%ss%d" % (PREFIX, i), check=False)
     sh("ip", "link", "del", PREFIX + "br", check=False)
 
 
@@ -121,19 +167,35 @@ def round_time_s(metrics_path, steps_per_round):
     return (ends[-1] - ends[0]) / (len(ends) - 1)  # the first round includes start-up
 
 
-def simulate(build, scenario, scenario_path, policy, hosts, speeds_flops, work, name):
-    """Runs the simulator on the scenario with the emulated links and the given host speeds."""
+def veth_latency(link):
+    return dict(link, latency="50 us")
+
+
+def simulate(build, scenario, scenario_path, policy, hosts, speeds_flops, work, name, network_model=None,
+             platform=None):
+    """Runs the simulator on the scenario with the emulated links and the given host speeds;
+    network_model: the scenario's `network:` keys model and calibration (None: the scenario's own);
+    platform: the scenario's platform, for its sites and WAN (every latency becomes a veth hop's)."""
     sim = dict(scenario)
+    if network_model:
+        sim["network"] = dict(sim.get("network") or {}, **network_model)
     sim.pop("timing", None)  # the real run moved the real model's bytes
     sim["name"] = name
     sim["policies"] = [policy]
     sim["platform"] = {"accelerators": {}, "hosts": []}
+    if platform and platform.get("sites"):
+        sim["platform"]["sites"] = {name: {key: veth_latency(link) for key, link in site.items()}
+                                    for name, site in platform["sites"].items()}
+        sim["platform"]["wan"] = [veth_latency(w) for w in platform.get("wan") or []]
     for r, (h, speed) in enumerate(zip(hosts, speeds_flops)):
         sim["platform"]["accelerators"]["speed-%d" % r] = {"peak": "%.9g FLOPS" % speed, "efficiency": 1.0}
-        sim["platform"]["hosts"].append({
-            "name": "w%d" % r, "accelerator": "speed-%d" % r,
-            "uplink": {"bandwidth": "%.9g bps" % h["up_bps"], "latency": "50 us"},
-            "downlink": {"bandwidth": "%.9g bps" % h["down_bps"], "latency": "50 us"}})
+        host = {"name": "w%d" % r, "accelerator": "speed-%d" % r}
+        if h.get("site"):
+            host["site"] = h["site"]
+        else:
+            host["uplink"] = {"bandwidth": "%.9g bps" % h["up_bps"], "latency": "50 us"}
+            host["downlink"] = {"bandwidth": "%.9g bps" % h["down_bps"], "latency": "50 us"}
+        sim["platform"]["hosts"].append(host)
     data = dict(sim.get("data") or {})
     if data.get("path", "kjv") != "kjv":
         data["path"] = os.path.join(os.path.dirname(scenario_path), data["path"])
@@ -145,15 +207,30 @@ def simulate(build, scenario, scenario_path, policy, hosts, speeds_flops, work, 
                    check=True, stdout=subprocess.DEVNULL)
 
 
+def emulation_problem():
+    """Why links cannot be emulated here, or None."""
+    if os.geteuid() != 0 or not shutil.which("tc") or not shutil.which("ip"):
+        return "needs root and the ip and tc commands (network namespaces, tc tbf)"
+    probe = sh("ip", "netns", "add", PREFIX + "probe", check=False)
+    sh("ip", "netns", "del", PREFIX + "probe", check=False)
+    if probe.returncode != 0:
+        return "cannot make a network namespace here: " + probe.stderr.strip()
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("scenario")
     ap.add_argument("--build", default="build")
     ap.add_argument("--policy", action="append", help="labels to run (default: all)")
     ap.add_argument("--timeout", type=int, default=120)
+    ap.add_argument("--models", default="ideal,tcp", help="network models to predict with (default: ideal,tcp)")
+    ap.add_argument("--calibration", help="calibration file for the tcp model (default: the built-in values)")
+    ap.add_argument("--keep", help="keep the real and simulated run folders under this folder")
     args = ap.parse_args()
-    if os.geteuid() != 0 or not shutil.which("tc") or not shutil.which("ip"):
-        print("emulate_wan: skipped: needs root and the ip and tc commands (network namespaces, tc tbf)")
+    problem = emulation_problem()
+    if problem:
+        print("emulate_wan: skipped: " + problem)
         return 3
 
     scenario_path = os.path.abspath(args.scenario)
@@ -170,28 +247,42 @@ def main():
     if args.policy:
         policies = [p for p in policies if p["label"] in args.policy]
     build = os.path.abspath(args.build)
-    work = tempfile.mkdtemp(prefix="locosim-wan-")
+    models = args.models.split(",")
+    work = os.path.abspath(args.keep) if args.keep else tempfile.mkdtemp(prefix="locosim-wan-")
+    os.makedirs(work, exist_ok=True)
     rows = []
     try:
-        build_network(hosts)
+        build_network(hosts, platform)
         for p in policies:
             run_real(build, scenario_path, p["label"], hosts, os.path.join(work, "real"), args.timeout)
             real_dir = os.path.join(work, "real", scenario.get("name", "scenario"), p["label"])
-            # Calibrate: each host computes at the speed measured for its rank, links as emulated.
-            simulate(build, scenario, scenario_path, p, hosts, [1e12] * len(hosts), work, "unit")
+            per_round = int(p.get("inner_steps", 1)) if p["name"] != "ddp" else 1
+            measured = round_time_s(os.path.join(real_dir, "metrics.csv"), per_round)
+            # Compute as measured: each host computes at the speed measured for its rank.
+            simulate(build, scenario, scenario_path, p, hosts, [1e12] * len(hosts), work, "unit", None, platform)
             flops = mean_step_s(os.path.join(work, "sim", "unit", p["label"], "events.csv"), 0) * 1e12
             speeds = [flops / mean_step_s(os.path.join(real_dir, "events.csv"), r) for r in range(len(hosts))]
-            simulate(build, scenario, scenario_path, p, hosts, speeds, work, "calibrated")
-            per_round = int(p.get("inner_steps", 1)) if p["name"] != "ddp" else 1
-            predicted = round_time_s(os.path.join(work, "sim", "calibrated", p["label"], "metrics.csv"), per_round)
-            measured = round_time_s(os.path.join(real_dir, "metrics.csv"), per_round)
-            rows.append((p["label"], predicted, measured, (predicted - measured) / measured))
+            predicted = []
+            for model in models:
+                network = {"model": model}
+                if model == "tcp" and args.calibration:
+                    network["calibration"] = os.path.abspath(args.calibration)
+                simulate(build, scenario, scenario_path, p, hosts, speeds, work, "predicted-" + model, network,
+                         platform)
+                predicted.append(round_time_s(os.path.join(work, "sim", "predicted-" + model, p["label"],
+                                                           "metrics.csv"), per_round))
+            rows.append((p["label"], measured, predicted))
     finally:
         teardown(len(hosts))
-        shutil.rmtree(work, ignore_errors=True)
-    print("%-18s %12s %12s %8s" % ("policy", "predicted s", "measured s", "error"))
-    for label, predicted, measured, error in rows:
-        print("%-18s %12.3f %12.3f %7.1f%%" % (label, predicted, measured, 100 * error))
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    name = scenario.get("name", os.path.basename(scenario_path))
+    print("| scenario | policy | measured s/round | " +
+          " | ".join("%s s/round | %s error" % (m, m) for m in models) + " |")
+    print("|---|---|---:|" + "---:|---:|" * len(models))
+    for label, measured, predicted in rows:
+        cells = " | ".join("%.3f | %+.1f%%" % (t, 100 * (t - measured) / measured) for t in predicted)
+        print("| %s | %s | %.3f | %s |" % (name, label, measured, cells))
     return 0
 
 

@@ -14,10 +14,21 @@
 #include <map>
 #include <stdexcept>
 #include <utility>
+#include <cstdio>
+#include <string>
 
 namespace sg4 = simgrid::s4u;
 
 namespace locosim {
+
+namespace {
+// SimGrid's configuration takes numbers as text: enough digits that the value is the one given.
+std::string number_text(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", v);
+  return text;
+}
+}  // namespace
 
 // Network model. We want a lone transfer of S bytes to take exactly S/bandwidth + latency (the sum of
 // the route's link latencies, over its slowest link), in both directions of an asymmetric link, so that
@@ -38,21 +49,30 @@ namespace locosim {
 // a latency-free flow the weight 1), so it nearly starves next to flows with a latency. Give links a
 // small latency (a LAN's 5 us) rather than 0 when flows with and without latency share a link.
 //
+// The tcp model (network: {model: tcp}) is the same CM02 flow model with TCP's costs turned on, at
+// values measured by scripts/calibrate.py rather than LV08's defaults (fitted on other networks):
+// every flow gets bandwidth_factor of its share (TCP/IP and Ethernet headers: 1448 B of payload per
+// 1514 B frame), loads its reverse route with 5% of its rate (acknowledgements: on a 20 Mbps uplink
+// next to a 100 Mbps download that is a quarter of the uplink) and, with window W, moves at most
+// W / (2 · route latency) (one window per round trip on long paths). docs/validation.md has the
+// measurements and the prediction errors of both models.
+//
 // network/optim:Full, not SimGrid's default Lazy: with CM02, Lazy's selective update gets rates wrong
 // when one host sends at once to several hosts behind slower downlinks. Measured (SimGrid 3.32): a
 // 10 Gbps server sending 1 MB to each of 4 hosts with 100 Mbps downlinks (1 ms + 10 ms) ends one flow
 // at 0.091 s, as it should, and the other three at 0.013 s, at 3.3 Gbps each, through 100 Mbps links.
 // Full re-solves the whole sharing problem at every event: slower with thousands of flows, but right
 // (sim/platform_test.cpp pins this case).
-void configure_network_model(sg4::Engine& engine) {
+void configure_network_model(sg4::Engine& engine, const NetworkModelSpec& model) {
   // set_config logs "Configuration change: ..." at INFO for each change; the user need not see them.
   xbt_log_control_set("xbt_cfg.thres:warning");
+  const bool tcp = model.kind == NetworkModelKind::tcp;
   engine.set_config("network/model:CM02");
   engine.set_config("network/optim:Full");
-  engine.set_config("network/latency-factor:1");
-  engine.set_config("network/bandwidth-factor:1");
-  engine.set_config("network/TCP-gamma:0");
-  engine.set_config("network/crosstraffic:0");
+  engine.set_config("network/latency-factor:" + number_text(tcp ? model.tcp.latency_factor : 1.0));
+  engine.set_config("network/bandwidth-factor:" + number_text(tcp ? model.tcp.bandwidth_factor : 1.0));
+  engine.set_config("network/TCP-gamma:" + number_text(tcp ? model.tcp.window_bytes : 0.0));
+  engine.set_config(std::string("network/crosstraffic:") + (tcp && model.tcp.crosstraffic ? "1" : "0"));
 }
 
 // K endpoints (hosts and relay) get K·(K−1) explicit routes (a full zone): fine up to a few hundred

@@ -1,18 +1,20 @@
 // Builds the SimGrid platform (one full zone of hosts, per-direction links and explicit routes) from a
-// PlatformSpec, and sets the network model so that a lone transfer takes bytes/bandwidth + latency.
+// PlatformSpec, and sets the network model (ideal: a lone transfer takes bytes/bandwidth + latency; tcp: calibrated).
 #pragma once
 #include <simgrid/forward.h>
 
 #include <vector>
 
+#include "config/network_model.hpp"
 #include "config/platform.hpp"
 #include "config/world.hpp"
 
 namespace locosim {
 
-// Sets SimGrid's flow model (see platform.cpp for the choice and its consequences).
+// Sets SimGrid's flow model: ideal, or TCP with its calibrated factors (see platform.cpp for the
+// choice and its consequences).
 // REQUIRES: called once, after the Engine is created and before build_platform.
-void configure_network_model(simgrid::s4u::Engine& engine);
+void configure_network_model(simgrid::s4u::Engine& engine, const NetworkModelSpec& model = {});
 
 struct BuiltPlatform {
   std::vector<simgrid::s4u::Host*> hosts;  // same order as spec.hosts; owned by the Engine

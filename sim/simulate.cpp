@@ -44,7 +44,7 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   char program[] = "locosim";
   char* argv[] = {program, nullptr};
   sg4::Engine engine(&argc, argv);
-  configure_network_model(engine);
+  configure_network_model(engine, scenario.network_model);
   BuiltPlatform platform = build_platform(scenario.platform, scenario.world);
 
   torch::set_num_threads(scenario.threads);

@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Calibration: measures this machine's network stack and compute, and writes what a platform names.
+
+  sudo scripts/calibrate.py network [-o platforms/calibration/tcp-emulated.yaml] [--build build]
+  scripts/calibrate.py compute scenarios/quickstart.yaml [--name cpu-host] [--build build]
+
+network: runs the real backend (locosim-real, Gloo over TCP) inside network namespaces shaped like a
+set of small platforms (scripts/emulate_wan.py builds them: message sizes from two model sizes, 2 and
+4 workers at once, asymmetric and symmetric links), measures its step times, and fits the tcp
+model's bandwidth factor (and whether acknowledgements' cross-traffic is on) so that the simulator
+predicts them: a scenario names the file as `network: {model: tcp, calibration: <file>}`. The TCP
+window is read from this kernel (tcp_rmem's maximum, halved by tcp_adv_win_scale). Latency cannot be
+emulated here (no netem): the factors are fitted at veth latencies, and latency_factor stays 1.
+
+compute: runs the scenario's model for real on one worker (no root needed), measures its mean step,
+and prints the accelerator entry (peak x efficiency) that makes the simulator's step take as long.
+
+Exit codes: 0 done, 2 bad input, 3 cannot run here (not root, no ip/tc), 1 a run failed.
+"""
+import argparse
+import datetime
+import os
+import platform as pyplatform
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import emulate_wan as wan  # noqa: E402
+
+# The calibration cases: (label, workers, uplink bps, downlink bps, model preset). Two message sizes
+# (the tiny and small models' gradients: 0.3 and 3.2 MB), one and two flows per link direction,
+# asymmetric and symmetric links.
+CASES = [
+    ("2 x 20/100 Mbps, small", 2, 20e6, 100e6, "small"),
+    ("2 x 20/100 Mbps, tiny", 2, 20e6, 100e6, "tiny"),
+    ("2 x 50/50 Mbps, small", 2, 50e6, 50e6, "small"),
+    ("4 x 20/100 Mbps, small", 4, 20e6, 100e6, "small"),
+]
+STEPS = 10
+
+
+def case_scenario(name, workers, up, down, preset):
+    return {
+        "name": name, "seed": 1,
+        "platform": {"accelerators": {"cpu": {"peak": "1 TFLOPS", "efficiency": 1.0}},
+                     "hosts": [{"name": "w", "accelerator": "cpu", "count": workers,
+                                "uplink": {"bandwidth": "%g bps" % up, "latency": "50 us"},
+                                "downlink": {"bandwidth": "%g bps" % down, "latency": "50 us"}}]},
+        "data": {"path": "kjv"},
+        "model": {"preset": preset, "seq_len": 64},
+        "train": {"steps": STEPS, "batch_size": 4, "eval_every": STEPS, "eval_batches": 1},
+        "policies": ["ddp"],
+    }
+
+
+def tcp_window_bytes():
+    with open("/proc/sys/net/ipv4/tcp_rmem") as f:
+        rmem_max = int(f.read().split()[2])
+    with open("/proc/sys/net/ipv4/tcp_adv_win_scale") as f:
+        scale = int(f.read())
+    return rmem_max - rmem_max // (2 ** scale) if scale > 0 else rmem_max // (2 ** -scale)
+
+
+def write_calibration(path, factor, crosstraffic, window):
+    with open(path, "w") as f:
+        yaml.safe_dump({"tcp": {"bandwidth_factor": round(factor, 4), "latency_factor": 1.0,
+                                "crosstraffic": crosstraffic, "window": "%d B" % window}}, f)
+
+
+def measure_case(build, work, case):
+    """Runs the case for real; returns (measured s per step, the hosts' measured speeds, scenario)."""
+    label, workers, up, down, preset = case
+    name = "calib-%d-%d-%d-%s" % (workers, up / 1e6, down / 1e6, preset)
+    scenario = case_scenario(name, workers, up, down, preset)
+    path = os.path.join(work, name + ".yaml")
+    with open(path, "w") as f:
+        yaml.safe_dump(scenario, f)
+    hosts = [{"name": "w-%d" % i, "up_bps": up, "down_bps": down} for i in range(workers)]
+    wan.build_network(hosts)
+    try:
+        wan.run_real(build, path, "ddp", hosts, os.path.join(work, "real"), 120)
+    finally:
+        wan.teardown(workers)
+    real_dir = os.path.join(work, "real", name, "ddp")
+    measured = wan.round_time_s(os.path.join(real_dir, "metrics.csv"), 1)
+    wan.simulate(build, scenario, path, {"name": "ddp"}, hosts, [1e12] * workers, work, name + "-unit")
+    flops = wan.mean_step_s(os.path.join(work, "sim", name + "-unit", "ddp", "events.csv"), 0) * 1e12
+    speeds = [flops / wan.mean_step_s(os.path.join(real_dir, "events.csv"), r) for r in range(workers)]
+    return measured, speeds, scenario, path, hosts
+
+
+def predict(build, work, m, factor, crosstraffic, window, tag):
+    measured, speeds, scenario, path, hosts = m
+    calibration = os.path.join(work, "calibration-%s.yaml" % tag)
+    write_calibration(calibration, factor, crosstraffic, window)
+    name = "%s-%s" % (scenario["name"], tag)
+    wan.simulate(build, scenario, path, {"name": "ddp"}, hosts, speeds, work, name,
+                 {"model": "tcp", "calibration": calibration})
+    return wan.round_time_s(os.path.join(work, "sim", name, "ddp", "metrics.csv"), 1)
+
+
+def network(args):
+    problem = wan.emulation_problem()
+    if problem:
+        print("calibrate: skipped: " + problem)
+        return 3
+    build = os.path.abspath(args.build)
+    work = tempfile.mkdtemp(prefix="locosim-calibrate-")
+    window = tcp_window_bytes()
+    try:
+        measured = []
+        for case in CASES:
+            measured.append(measure_case(build, work, case))
+            print("measured %-26s %.3f s per step" % (case[0], measured[-1][0]), flush=True)
+        # Step time = C + X / factor (compute and latency C, transfers X at factor 1): two predictions
+        # per case give C and X, and the factor minimizing the squared relative errors is closed-form.
+        best = None
+        for crosstraffic in (True, False):
+            parts = []
+            for i, m in enumerate(measured):
+                t1 = predict(build, work, m, 1.0, crosstraffic, window, "%d-%d-1" % (i, crosstraffic))
+                t2 = predict(build, work, m, 0.5, crosstraffic, window, "%d-%d-2" % (i, crosstraffic))
+                parts.append((t1 - (t2 - t1), t2 - t1, m[0]))
+            u = sum(x * (t - c) / t ** 2 for c, x, t in parts) / sum(x * x / t ** 2 for c, x, t in parts)
+            factor = min(1.0, 1.0 / u)
+            errors = [(c + x / factor - t) / t for c, x, t in parts]
+            rms = (sum(e * e for e in errors) / len(errors)) ** 0.5
+            if best is None or rms < best[0]:
+                best = (rms, factor, crosstraffic, errors)
+        rms, factor, crosstraffic, errors = best
+        write_calibration(args.output, factor, crosstraffic, window)
+        header = ["# TCP calibration for `network: {model: tcp, calibration: <this file>}`.",
+                  "# Written by scripts/calibrate.py network on %s (%s, Linux %s); rerun it to replace it." %
+                  (datetime.date.today().isoformat(), pyplatform.node(), pyplatform.release()),
+                  "# Fitted on the real backend's DDP steps (Gloo ring all-reduce) over links shaped with tc tbf;",
+                  "# window: this kernel's largest TCP receive window. Fit (rms %.1f%%):" % (100 * rms)]
+        for case, m, e in zip(CASES, measured, errors):
+            header.append("#   %-26s measured %.3f s/step, predicted %+.1f%%" % (case[0], m[0], 100 * e))
+        with open(args.output) as f:
+            body = f.read()
+        with open(args.output, "w") as f:
+            f.write("\n".join(header) + "\n" + body)
+        print("wrote %s: bandwidth_factor %.4f, crosstraffic %s, window %d B (rms error %.1f%%)" %
+              (args.output, factor, crosstraffic, window, 100 * rms))
+    finally:
+        wan.teardown(4)
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def compute(args):
+    build = os.path.abspath(args.build)
+    scenario_path = os.path.abspath(args.scenario)
+    with open(scenario_path) as f:
+        scenario = yaml.safe_load(f)
+    one = dict(scenario, name="calibrate-compute", policies=["ddp"])
+    one.pop("sweep", None)
+    one.pop("world", None)
+    one["train"] = dict(scenario.get("train") or {}, steps=args.steps, eval_every=args.steps, eval_batches=1)
+    one["platform"] = {"accelerators": {"probe": {"peak": "1 TFLOPS", "efficiency": 1.0}},
+                       "hosts": [{"name": "probe", "accelerator": "probe",
+                                  "uplink": {"bandwidth": "1 Gbps", "latency": "1 ms"},
+                                  "downlink": {"bandwidth": "1 Gbps", "latency": "1 ms"}}]}
+    data = dict(one.get("data") or {})
+    if data.get("path", "kjv") != "kjv":
+        data["path"] = os.path.join(os.path.dirname(scenario_path), data["path"])
+    one["data"] = data
+    work = tempfile.mkdtemp(prefix="locosim-calibrate-")
+    try:
+        path = os.path.join(work, "one.yaml")
+        with open(path, "w") as f:
+            yaml.safe_dump(one, f)
+        subprocess.run([os.path.join(build, "locosim-real"), path, "--spawn", "1", "-o", os.path.join(work, "real")],
+                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([os.path.join(build, "locosim"), "run", path, "-o", os.path.join(work, "sim")],
+                       check=True, stdout=subprocess.DEVNULL)
+        real_s = wan.mean_step_s(os.path.join(work, "real", "calibrate-compute", "ddp", "events.csv"), 0)
+        unit_s = wan.mean_step_s(os.path.join(work, "sim", "calibrate-compute", "ddp", "events.csv"), 0)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    peak = unit_s * 1e12 / real_s
+    print("# %s's measured speed for %s (%d steps), from scripts/calibrate.py compute:" %
+          (pyplatform.node(), os.path.basename(scenario_path), args.steps))
+    print("accelerators:\n  %s: {peak: %.4g TFLOPS, efficiency: 1.0}" % (args.name, peak / 1e12))
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="what", required=True)
+    n = sub.add_parser("network", help="fit the tcp network model on emulated links (root)")
+    n.add_argument("-o", "--output", default="platforms/calibration/tcp-emulated.yaml")
+    n.add_argument("--build", default="build")
+    c = sub.add_parser("compute", help="measure this machine's step time and print its accelerator entry")
+    c.add_argument("scenario")
+    c.add_argument("--name", default="this-host", help="the accelerator's name in the entry")
+    c.add_argument("--steps", type=int, default=20)
+    c.add_argument("--build", default="build")
+    args = ap.parse_args()
+    return network(args) if args.what == "network" else compute(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

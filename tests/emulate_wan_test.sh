@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Emulated-WAN validation, small case: runs scenarios/tests/wan-ci.yaml's DDP and DiLoCo for real over
+# links shaped like its platform (scripts/emulate_wan.py) and predicts them with the ideal and the
+# calibrated tcp network models. Fails unless, for every policy, the tcp model's error is smaller
+# than the ideal model's (the ideal one is 15-20% optimistic; docs/validation.md has the full table).
+# Exits 77 (skipped, saying why) where network namespaces cannot be made.
+# Usage: tests/emulate_wan_test.sh BUILD_DIR
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:?usage: emulate_wan_test.sh BUILD_DIR}" && pwd)
+out=$(python3 "$repo/scripts/emulate_wan.py" "$repo/scenarios/tests/wan-ci.yaml" --build "$build" \
+      --calibration "$repo/platforms/calibration/tcp-emulated.yaml")
+code=$?
+echo "$out"
+[ $code -eq 3 ] && exit 77
+[ $code -eq 0 ] || exit 1
+rows=$(echo "$out" | grep -c '^| wan-ci |')
+[ "$rows" -eq 2 ] || { echo "expected 2 policies in the table, got $rows"; exit 1; }
+# | scenario | policy | measured | ideal s | ideal error | tcp s | tcp error |
+echo "$out" | grep '^| wan-ci |' | awk -F'|' '{
+  ideal = $6; tcp = $8; gsub(/[ %+-]/, "", ideal); gsub(/[ %+-]/, "", tcp);
+  if (tcp + 0 >= ideal + 0) { print "tcp error " $8 " is not below ideal error " $6 " for" $3; bad = 1 }
+} END { exit bad }'
