@@ -20,6 +20,8 @@
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/utils.h>
 
+#include <cmath>
+
 #include "algorithms/dct.hpp"
 #include "config/section.hpp"
 
@@ -52,6 +54,18 @@ double demo_payload_bytes(const DemoConfig& cfg, const std::vector<std::vector<i
   return total;
 }
 
+DemoWork demo_step_work(const DemoConfig& cfg, const std::vector<std::vector<int64_t>>& shapes) {
+  DemoWork w;
+  for (const auto& shape : shapes) {
+    ChunkLayout l = chunk_layout(shape, cfg.chunk);
+    const double n = static_cast<double>(l.chunks() * l.chunk_numel());
+    const double transform = 2.0 * static_cast<double>(l.block_rows + l.block_cols);
+    w.encode_flops += n * (2 * transform + std::log2(static_cast<double>(cfg.topk)) + 3);
+    w.decode_flops += n * (transform + 2);
+  }
+  return w;
+}
+
 namespace {
 
 class Demo : public Policy {
@@ -66,6 +80,7 @@ class Demo : public Policy {
       deltas_.push_back(torch::zeros_like(p.detach()));
     }
     payload_bytes_ = demo_payload_bytes(cfg_, shapes);
+    work_ = demo_step_work(cfg_, shapes);
   }
 
   Sync step(int64_t step) override {
@@ -74,7 +89,7 @@ class Demo : public Policy {
     const double lr = cfg_.lr * scheduled_lr(opt, step, ctx_.total_steps) / opt.lr;
 
     std::vector<torch::Tensor> wire;  // per tensor: indices, values, scale
-    {
+    ctx_.transport->compute(work_.encode_flops * ctx_.wire_scale, [&] {
       torch::NoGradGuard no_grad;  // scoped: released before the all-gather
       if (opt.clip_norm > 0) torch::nn::utils::clip_grad_norm_(ctx_.params, opt.clip_norm);
       for (size_t i = 0; i < ctx_.params.size(); ++i) {
@@ -87,7 +102,7 @@ class Demo : public Policy {
         deltas_[i].sub_(dcts_[i].decode(codecs_[i].decode(q)));
         q.append_to(wire);
       }
-    }
+    });
 
     // A failed gather proceeds with the contributions that arrived (the members still alive):
     // the step is committed on what the survivors all hold, never skipped.
@@ -98,13 +113,15 @@ class Demo : public Policy {
       if (!g.empty()) arrived.push_back(&g);
     }
 
-    torch::NoGradGuard no_grad;
-    std::vector<SparsePayload> by_rank(arrived.size());
-    for (size_t i = 0; i < ctx_.params.size(); ++i) {
-      for (size_t r = 0; r < arrived.size(); ++r) by_rank[r] = SparsePayload::from(*arrived[r], 3 * i);
-      torch::Tensor g_mean = dcts_[i].decode(codecs_[i].mean_decode(by_rank));
-      ctx_.params[i].detach().add_(g_mean.sign(), -lr);
-    }
+    ctx_.transport->compute(work_.decode_flops * ctx_.wire_scale, [&] {
+      torch::NoGradGuard no_grad;
+      std::vector<SparsePayload> by_rank(arrived.size());
+      for (size_t i = 0; i < ctx_.params.size(); ++i) {
+        for (size_t r = 0; r < arrived.size(); ++r) by_rank[r] = SparsePayload::from(*arrived[r], 3 * i);
+        torch::Tensor g_mean = dcts_[i].decode(codecs_[i].mean_decode(by_rank));
+        ctx_.params[i].detach().add_(g_mean.sign(), -lr);
+      }
+    });
     return Sync::committed;
   }
 
@@ -125,6 +142,7 @@ class Demo : public Policy {
   std::vector<SparseCodec> codecs_;   // one per parameter tensor
   std::vector<torch::Tensor> deltas_; // δ: the local momentum (residual), never communicated whole
   double payload_bytes_ = 0;          // this worker's upload per step, before wire_scale
+  DemoWork work_;                     // its own compute per step, before wire_scale
 };
 
 }  // namespace

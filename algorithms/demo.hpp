@@ -34,4 +34,18 @@ std::unique_ptr<Policy> make_demo(const DemoConfig& cfg, PolicyContext ctx);
 // Σ over tensors of sparse_bytes(chunks, chunk_numel, k, values, indices).
 double demo_payload_bytes(const DemoConfig& cfg, const std::vector<std::vector<int64_t>>& shapes);
 
+// DeMo's own work per step, charged as compute (before Wire::scale, which prices the proxy model's
+// parameters as the target's): `encode` before the all-gather, `decode` after it. Per element of a
+// tensor's chunks (N: chunks × chunk_numel, the padding included) with blocks of r × c:
+//   a chunked DCT or its inverse: 2(r + c) FLOPs (the two s×s matrix products of each block);
+//   top-k: log2(k) comparisons, counted as FLOPs; the momentum update: 3 (decay, add, subtract);
+//   encode = DCT + top-k + inverse DCT of what was sent + momentum; decode = inverse DCT of the
+//   mean + the sign step (2).
+// 768 FLOPs per parameter at chunk 64 (half a training step of 256 tokens): on a GPU a few ms.
+struct DemoWork {
+  double encode_flops = 0;
+  double decode_flops = 0;
+};
+DemoWork demo_step_work(const DemoConfig& cfg, const std::vector<std::vector<int64_t>>& shapes);
+
 }  // namespace locosim

@@ -29,10 +29,13 @@ class OneWorker : public Transport {
     for (const auto& x : mine) out[0].push_back(x.clone());
     return Pending();
   }
-  void compute(double, const std::function<void()>& work) override { work(); }
+  void compute(double flops, const std::function<void()>& work) override {
+    charged_flops.push_back(flops);
+    work();
+  }
   double now_s() const override { return 0; }
 
-  std::vector<double> charged_bytes, carried_bytes;
+  std::vector<double> charged_bytes, carried_bytes, charged_flops;
 };
 
 // The 1.2B Llama-2 of the DisTrO report (Table 1): 16 layers, hidden 2048, intermediate 8192,
@@ -127,6 +130,29 @@ TEST_CASE("demo: each step's all-gather is charged chunks times k times (b_idx +
   CHECK(transport.carried_bytes[0] == expected);  // what travels weighs what is charged
   CHECK(transport.charged_bytes[1] == expected * 3.5);
   CHECK(expected == 4320);  // 4 embedding blocks; per layer 4 attention + 9 SwiGLU blocks, 2 norms; final norm
+}
+
+TEST_CASE("demo: its DCT, top-k and decode are charged as compute around the all-gather, times wire_scale") {
+  torch::set_num_threads(1);
+  // By hand, s = 64, k = 32 (log2 k = 5): a 64 × 64 matrix is one 64×64 block (DCT: 2·(64+64) = 256
+  // FLOPs per element), a 1-D tensor of 100 two 1×64 chunks (128 elements with the padding; DCT:
+  // 2·(1+64) = 130). encode = N·(2·DCT + 5 + 3), decode = N·(DCT + 2).
+  const double encode = 4096.0 * (2 * 256 + 5 + 3) + 128.0 * (2 * 130 + 5 + 3);
+  const double decode = 4096.0 * (256 + 2) + 128.0 * (130 + 2);
+  DemoWork w = demo_step_work(DemoConfig{}, {{64, 64}, {100}});
+  CHECK(w.encode_flops == encode);
+  CHECK(w.decode_flops == decode);
+
+  std::vector<torch::Tensor> params = {torch::randn({64, 64}).requires_grad_(true),
+                                       torch::randn({100}).requires_grad_(true)};
+  OneWorker transport;
+  PolicyContext ctx{params, &transport, OptimizerConfig{}, 10, 2.0};
+  auto policy = make_policy(spec_from("name: demo\n"), ctx);
+  for (auto& p : params) p.mutable_grad() = torch::randn_like(p);
+  policy->step(0);
+  REQUIRE(transport.charged_flops.size() == 2);  // encode, then (after the all-gather) decode
+  CHECK(transport.charged_flops[0] == encode * 2.0);
+  CHECK(transport.charged_flops[1] == decode * 2.0);
 }
 
 TEST_CASE("demo: with k covering whole chunks, each step is sign-SGD on the mean gradient") {
