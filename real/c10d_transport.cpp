@@ -37,6 +37,25 @@ std::vector<torch::Tensor> unflatten(const torch::Tensor& flat, const std::vecto
   return out;
 }
 
+// The bytes of all xs, whatever their dtypes, in one uint8 tensor (one collective for a payload of
+// mixed dtypes: DeMo's indices, values and scales), and back.
+torch::Tensor pack_bytes(const std::vector<torch::Tensor>& xs) {
+  std::vector<torch::Tensor> bytes;
+  for (const auto& x : xs) bytes.push_back(x.detach().contiguous().reshape({-1}).view(torch::kUInt8));
+  return bytes.empty() ? torch::empty({0}, torch::kUInt8) : torch::cat(bytes);
+}
+
+std::vector<torch::Tensor> unpack_bytes(const torch::Tensor& packed, const std::vector<torch::Tensor>& like) {
+  std::vector<torch::Tensor> out;
+  int64_t offset = 0;
+  for (const auto& x : like) {
+    const int64_t n = x.numel() * static_cast<int64_t>(x.element_size());
+    out.push_back(packed.slice(0, offset, offset + n).clone().view(x.scalar_type()).view(x.sizes()));
+    offset += n;
+  }
+  return out;
+}
+
 torch::Dtype wire_dtype(WireFormat format) {
   switch (format) {
     case WireFormat::fp16: return torch::kFloat16;
@@ -374,29 +393,25 @@ Pending C10dTransport::gather(const std::vector<torch::Tensor>& mine, double byt
   std::vector<torch::Tensor> copy;  // taken now, for a salvage after a failure
   for (const auto& x : mine) copy.push_back(x.detach().clone());
   std::shared_ptr<Flight> f;
-  auto gathered = std::make_shared<std::vector<std::vector<std::vector<at::Tensor>>>>();
+  // One c10d all-gather of the payload's bytes (as the simulator moves one collective of `bytes`).
+  auto gathered = std::make_shared<std::vector<std::vector<at::Tensor>>>(1);
   if (fail_next_ > 0) {
     f = skipped();
   } else {
-    // One c10d all-gather per tensor (payloads mix dtypes: indices and values).
     const int n = static_cast<int>(members_.size());
+    std::vector<at::Tensor> input = {pack_bytes(copy)};
+    for (int i = 0; i < n; ++i) (*gathered)[0].push_back(torch::empty_like(input[0]));
     std::vector<c10::intrusive_ptr<c10d::Work>> works;
-    for (const auto& x : copy) {
-      std::vector<at::Tensor> input = {x.contiguous()};
-      std::vector<std::vector<at::Tensor>> output(1);
-      for (int i = 0; i < n; ++i) output[0].push_back(torch::empty_like(input[0]));
-      // Gloo divides by the element count: an empty tensor (the same on every rank) stays local.
-      if (input[0].numel() > 0) works.push_back(group_->allgather(output, input));
-      gathered->push_back(std::move(output));
-    }
+    // Gloo divides by the element count: an empty payload (the same on every rank) stays local.
+    if (input[0].numel() > 0) works.push_back(group_->allgather(*gathered, input));
     f = start(std::move(works));
   }
   return Pending([this, f, gathered, copy, &out, bytes, salvages_left] {
     const double traffic = (static_cast<double>(f->members.size()) - 1) * bytes;
     if (settle(*f, f->works.empty() ? 0 : traffic, f->works.empty() ? 0 : traffic)) {
       out.assign(world_size(), {});
-      for (const auto& per_tensor : *gathered) {
-        for (size_t i = 0; i < f->members.size(); ++i) out[f->members[i]].push_back(per_tensor[0][i]);
+      for (size_t i = 0; i < f->members.size(); ++i) {
+        out[f->members[i]] = f->works.empty() ? gathered_copy({copy})[0] : unpack_bytes((*gathered)[0][i], copy);
       }
       return true;
     }
