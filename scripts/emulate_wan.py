@@ -83,10 +83,13 @@ def site_links(platform):
     return used, links
 
 
+QUEUE_MS = 50  # how long a packet may wait in a shaped link's queue (--queue-ms)
+
+
 def shape(dev, bps, ns=None):
     burst = max(int(bps / 8 / 250), 16 * 1024)  # at least one timer tick's worth of bytes
     sh("tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", "%dbit" % bps, "burst", str(burst),
-       "latency", "50ms", ns=ns)
+       "latency", "%gms" % QUEUE_MS, ns=ns)
 
 
 def build_network(hosts, platform=None):
@@ -227,7 +230,11 @@ def main():
     ap.add_argument("--models", default="ideal,tcp", help="network models to predict with (default: ideal,tcp)")
     ap.add_argument("--calibration", help="calibration file for the tcp model (default: the built-in values)")
     ap.add_argument("--keep", help="keep the real and simulated run folders under this folder")
+    ap.add_argument("--queue-ms", type=float, default=50,
+                    help="how long a packet may wait in a shaped link's queue (default %(default)s ms)")
     args = ap.parse_args()
+    global QUEUE_MS
+    QUEUE_MS = args.queue_ms
     problem = emulation_problem()
     if problem:
         print("emulate_wan: skipped: " + problem)
