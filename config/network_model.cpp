@@ -2,8 +2,6 @@
 
 namespace locosim {
 
-const char* network_model_name(NetworkModelKind kind) { return kind == NetworkModelKind::tcp ? "tcp" : "ideal"; }
-
 TcpCalibration parse_tcp_calibration(Section& file) {
   Section tcp = file.child("tcp");
   TcpCalibration c;

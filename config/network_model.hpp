@@ -37,8 +37,6 @@ struct NetworkModelSpec {
   TcpCalibration tcp;  // used when kind == tcp
 };
 
-const char* network_model_name(NetworkModelKind kind);
-
 // Reads `model: ideal | tcp` and `calibration: <file>` from a scenario's `network:` section (the
 // collectives' keys are left to parse_network). Without a calibration file, tcp uses the built-in
 // values above, which are platforms/calibration/tcp-emulated.yaml's (a test keeps them equal).

@@ -11,11 +11,11 @@
 #include <xbt/log.h>
 
 #include <cstddef>
+#include <cstdio>
 #include <map>
 #include <stdexcept>
-#include <utility>
-#include <cstdio>
 #include <string>
+#include <utility>
 
 namespace sg4 = simgrid::s4u;
 
