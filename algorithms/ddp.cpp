@@ -100,9 +100,12 @@ class Ddp : public Policy {
     save_tensors(archive, "params", ctx_.params);
     save_optimizer(archive, "optimizer", *optimizer_);
   }
+  // A worker that comes back may have been lost with buckets in flight: those collectives are gone
+  // (the group redid them without it), so it drops them and starts the next step afresh.
   void load(torch::serialize::InputArchive& archive) override {
     load_tensors(archive, "params", ctx_.params);
     load_optimizer(archive, "optimizer", *optimizer_);
+    in_flight_.clear();
   }
 
  private:

@@ -258,6 +258,26 @@ TEST_CASE("world: a worker that comes back downloads the group's state and is ba
   CHECK(eval1 == eval0);
 }
 
+TEST_CASE("world: a DDP worker lost with a bucket's all-reduce in flight comes back and trains to the end") {
+  // DDP's gradients travel in two buckets on this scenario (1 MiB, then the rest of 20 MB), so a step
+  // is three computes: forward, the backward's share of each bucket, an all-reduce started after each.
+  // Worker 1 is lost during the second bucket's share of step 2, with the first bucket's all-reduce
+  // started and not yet waited on; back 0.1 s later, it must drop that collective (the group redid it
+  // without it) and train on with the group.
+  const double lost = middle_of_compute("ddp", 5);
+  const std::string out = run_with("rejoin-bucket", "ddp",
+                                   "world:\n  events:\n    - {host: w-1, at: " + seconds(lost) + ", until: " +
+                                       seconds(lost + 0.1) + ", state: off}\n");
+  const std::string json = read_file(out + "/summary.json");
+  CHECK(json_number(json, "workers_lost") == 1);
+  CHECK(json_number(json, "workers_joined") == 1);
+  int last_step_of_1 = 0;
+  for (const Metric& m : metrics_of(out + "/metrics.csv")) {
+    if (m.worker == 1) last_step_of_1 = std::max(last_step_of_1, m.step);
+  }
+  CHECK(last_step_of_1 == 12);
+}
+
 TEST_CASE("world: a speed profile that halves a host's speed doubles its compute intervals") {
   const std::string out = run_with("half-speed", "ddp", "world:\n  events:\n    - {host: w-1, at: 0 s, speed: 0.5}\n");
   std::vector<double> base, slow;
