@@ -69,9 +69,10 @@ bool is_plain_name(const std::string& name) {
   });
 }
 
-// The builder adds an explicit route for each ordered pair of hosts: K·(K−1) routes.
-constexpr int64_t kMaxHosts = 1024;
-const char* kMaxHostsWhy = "every ordered pair of hosts gets its own route, so memory grows as hosts squared";
+// The builder's routes grow linearly with hosts (a star zone per island), so the bound is what a run
+// can hold: about 2 KiB of platform and per-worker state a host, before any model.
+constexpr int64_t kMaxHosts = 100000;
+const char* kMaxHostsWhy = "the largest swarm locosim is built and tested for";
 
 const char* kPlainNameRule = "use only letters, digits, '_' and '-' (link names are built from it)";
 
@@ -349,6 +350,11 @@ std::vector<std::string> link_names(const PlatformSpec& spec) {
   return names;
 }
 
+std::string own_link(const PlatformSpec& spec, size_t endpoint, const char* direction) {
+  const HostSpec& h = spec.endpoint(endpoint);
+  return h.site.empty() ? host_link(h, direction) : lan_link(h, direction);
+}
+
 std::vector<std::string> route_link_names(const PlatformSpec& spec, size_t src, size_t dst) {
   const HostSpec& a = spec.endpoint(src);
   const HostSpec& b = spec.endpoint(dst);
@@ -402,6 +408,7 @@ CollectiveChoice parse_network(Section& network, const PlatformSpec& platform) {
   if (all_reduce == "auto") all_reduce = shared_site ? "hierarchical" : "ring";
   std::string all_gather = network.choice("all_gather", {"auto", "mesh", "ring", "relay"}, "auto");
   if (all_gather == "auto") all_gather = platform.relay ? "relay" : "mesh";
+  const bool aggregated = network.choice("flows", {"exact", "aggregated"}, "exact") == "aggregated";
   network.finish();
   for (const auto& [key, value] : {std::pair{"all_reduce", all_reduce}, std::pair{"all_gather", all_gather}}) {
     if (value == "relay" && !platform.relay) {
@@ -411,7 +418,7 @@ CollectiveChoice parse_network(Section& network, const PlatformSpec& platform) {
     }
   }
   return {static_cast<AllReduceAlgorithm>(index_of(kAllReduceNames, all_reduce)),
-          static_cast<AllGatherAlgorithm>(index_of(kAllGatherNames, all_gather))};
+          static_cast<AllGatherAlgorithm>(index_of(kAllGatherNames, all_gather)), aggregated};
 }
 
 }  // namespace locosim

@@ -82,6 +82,9 @@ std::vector<std::string> link_names(const PlatformSpec& spec);
 //   outside to site t:       [src.up, t.down, t.lan.dst.down]   (and site s to outside: [s.lan.src.up, s.up, dst.down])
 // Pure: needs no SimGrid, so routes can be tested without an Engine.
 std::vector<std::string> route_link_names(const PlatformSpec& spec, size_t src, size_t dst);
+// An endpoint's own link, the first hop ("up") or last hop ("down") of every route from or to it:
+// "home-0.up", or "eu.lan.dc-0.up" in site eu. What lies between is decided by the two ends' sites.
+std::string own_link(const PlatformSpec& spec, size_t endpoint, const char* direction);
 
 // Worker ranks grouped by site, in rank order, groups ordered by their first rank (the site's leader
 // in a hierarchical all-reduce). A host outside any site is a group of its own.
@@ -94,11 +97,15 @@ enum class AllGatherAlgorithm { mesh, ring, relay };
 struct CollectiveChoice {
   AllReduceAlgorithm all_reduce = AllReduceAlgorithm::ring;
   AllGatherAlgorithm all_gather = AllGatherAlgorithm::mesh;
+  // flows: aggregated: the rings, the mesh and the relay all-gather as O(K) flows per collective
+  // (sim/collectives.hpp), for thousands of workers; exact (the default): message by message.
+  bool aggregated = false;
 };
 const char* algorithm_name(AllReduceAlgorithm a);
 const char* algorithm_name(AllGatherAlgorithm a);
 
-// Reads `network: {all_reduce: auto|ring|relay|hierarchical, all_gather: auto|mesh|ring|relay}`.
+// Reads `network: {all_reduce: auto|ring|relay|hierarchical, all_gather: auto|mesh|ring|relay,
+// flows: exact|aggregated}`.
 // auto (the default) suits the platform: all_reduce is hierarchical when some site holds more than one
 // worker host, else ring; all_gather is relay when the platform has a relay, else mesh.
 // Throws ConfigError for `relay` on a platform without a relay host.

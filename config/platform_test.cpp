@@ -154,15 +154,15 @@ TEST_CASE("platform: count must be at least 1") {
   CHECK(e.line() == 5);
   CHECK(contains(e.what(), "must be >= 1, got 0"));
 
-  // Routes grow as hosts squared: platforms stop at 1024 hosts.
+  // Platforms stop at 100 000 hosts.
   std::string links = "uplink: {bandwidth: 1 Gbps, latency: 1 ms}, downlink: {bandwidth: 1 Gbps, latency: 1 ms}";
   ConfigError many = parse_error(std::string(kAccelerators) +
                                  "hosts:\n"
-                                 "  - {name: a, accelerator: h100, count: 1000, " + links + "}\n"
-                                 "  - {name: b, accelerator: h100, count: 25, " + links + "}\n");   // line 6
+                                 "  - {name: a, accelerator: h100, count: 99990, " + links + "}\n"
+                                 "  - {name: b, accelerator: h100, count: 11, " + links + "}\n");   // line 6
   CHECK(many.key() == "hosts[1].count");
   CHECK(many.line() == 6);
-  CHECK(contains(many.what(), "the platform has 1025 hosts, more than 1024"));
+  CHECK(contains(many.what(), "the platform has 100001 hosts, more than 100000"));
 }
 
 TEST_CASE("platform: a host in a site may not have its own uplink") {

@@ -8,6 +8,7 @@
 #include <simgrid/s4u/Host.hpp>
 #include <simgrid/s4u/Link.hpp>
 #include <simgrid/s4u/NetZone.hpp>
+#include <simgrid/kernel/routing/NetPoint.hpp>
 #include <xbt/log.h>
 
 #include <cstddef>
@@ -75,52 +76,89 @@ void configure_network_model(sg4::Engine& engine, const NetworkModelSpec& model)
   engine.set_config(std::string("network/crosstraffic:") + (tcp && model.tcp.crosstraffic ? "1" : "0"));
 }
 
-// K endpoints (hosts and relay) get K·(K−1) explicit routes (a full zone): fine up to a few hundred
-// hosts, which is why parse_platform caps platforms at 1024 hosts. Larger platforms would want a star or cluster zone.
+// Every route is the source's own uplink (a home's, or its LAN port's), what lies between their
+// islands (a site's uplink and the other's downlink, or a WAN link; nothing between two hosts with
+// their own links) and the destination's own downlink (route_link_names). So the platform is one
+// SimGrid star zone per island, holding each endpoint's up and down link (O(K) routes, not K·(K−1)),
+// inside a full zone "world" that holds the routes between islands (sites², a handful). An island is
+// a site, or the endpoints with their own links. SimGrid resolves a route between islands through
+// their gateways: up(A), the routes between the islands, down(B), the same links as route_link_names.
 BuiltPlatform build_platform(const PlatformSpec& spec, const WorldSpec& world) {
-  sg4::NetZone* zone = sg4::create_full_zone("world");
+  sg4::NetZone* top = sg4::create_full_zone("world");
+
+  struct Island {
+    sg4::NetZone* zone = nullptr;
+    simgrid::kernel::routing::NetPoint* gateway = nullptr;
+    size_t first = 0;  // an endpoint in it: the routes between islands are those of their first endpoints
+  };
+  std::map<std::string, Island> islands;  // by site; "" for the endpoints with their own links
+  auto island_of = [&](const std::string& site, size_t endpoint) -> Island& {
+    auto [it, fresh] = islands.try_emplace(site);
+    if (fresh) {
+      const std::string name = site.empty() ? "own-links" : "site-" + site;
+      it->second.zone = sg4::create_star_zone(name)->set_parent(top);
+      it->second.gateway = it->second.zone->create_router(name + "-gateway");
+      it->second.first = endpoint;
+    }
+    return it->second;
+  };
 
   BuiltPlatform built;
   std::vector<sg4::Host*> endpoints;  // hosts, then the relay
   for (size_t i = 0; i < spec.endpoint_count(); ++i) {
     const HostSpec& h = spec.endpoint(i);
     // The relay computes nothing (its reductions are not charged): it gets a nominal speed.
-    sg4::Host* host = zone->create_host(h.name, i < spec.hosts.size() ? h.speed_flops : 1.0);
-    endpoints.push_back(host);
+    endpoints.push_back(island_of(h.site, i).zone->create_host(h.name, i < spec.hosts.size() ? h.speed_flops : 1.0));
   }
   built.hosts.assign(endpoints.begin(), endpoints.begin() + static_cast<std::ptrdiff_t>(spec.hosts.size()));
   if (spec.relay) built.relay = endpoints.back();
 
   std::map<std::string, const sg4::Link*> links;
   for (const auto& [name, l] : platform_links(spec)) {
-    sg4::Link* link = zone->create_link(name, l.bandwidth_bps / 8.0);  // SimGrid counts bytes per second
+    sg4::Link* link = top->create_link(name, l.bandwidth_bps / 8.0);  // SimGrid counts bytes per second
     link->set_latency(l.latency_s);
     link->set_sharing_policy(sg4::Link::SharingPolicy::SHARED);
     links.emplace(name, link);
   }
+  auto route_of = [&](const std::vector<std::string>& names, size_t from, size_t to) {
+    std::vector<sg4::LinkInRoute> route;
+    for (size_t k = from; k < to; ++k) {
+      auto it = links.find(names[k]);
+      // parse_platform rejects platforms with a missing route; reaching this is a bug here.
+      if (it == links.end()) {
+        throw std::logic_error("build_platform: a route needs link '" + names[k] + "', which the platform does not define");
+      }
+      route.emplace_back(it->second);
+    }
+    return route;
+  };
   // Profiles must be attached before a resource is sealed.
   attach_world(world, spec);
   for (sg4::Host* host : endpoints) host->seal();
   for (const auto& [name, link] : links) sg4::Link::by_name(name)->seal();
 
+  // Within an island: each endpoint's own links, as the first and last hop of its routes.
   for (size_t i = 0; i < endpoints.size(); ++i) {
-    for (size_t j = 0; j < endpoints.size(); ++j) {
-      if (i == j) continue;
-      std::vector<sg4::LinkInRoute> route;
-      for (const auto& name : route_link_names(spec, i, j)) {
-        auto it = links.find(name);
-        // parse_platform rejects platforms with a missing route; reaching this is a bug here.
-        if (it == links.end()) {
-          throw std::logic_error("build_platform: route " + spec.endpoint(i).name + " -> " + spec.endpoint(j).name +
-                                 " needs link '" + name + "', which the platform does not define");
-        }
-        route.emplace_back(it->second);
-      }
-      zone->add_route(endpoints[i]->get_netpoint(), endpoints[j]->get_netpoint(), nullptr, nullptr, route,
-                      /*symmetrical=*/false);
+    const std::vector<std::string> up = {own_link(spec, i, "up")}, down = {own_link(spec, i, "down")};
+    sg4::NetZone* zone = islands.at(spec.endpoint(i).site).zone;
+    zone->add_route(endpoints[i]->get_netpoint(), nullptr, nullptr, nullptr, route_of(up, 0, 1), false);
+    zone->add_route(nullptr, endpoints[i]->get_netpoint(), nullptr, nullptr, route_of(down, 0, 1), false);
+  }
+  for (auto& [site, island] : islands) {  // the gateway adds no link of its own
+    island.zone->add_route(island.gateway, nullptr, nullptr, nullptr, {}, false);
+    island.zone->add_route(nullptr, island.gateway, nullptr, nullptr, {}, false);
+    island.zone->seal();
+  }
+  // Between islands: the middle of the route between their first endpoints.
+  for (const auto& [site_a, a] : islands) {
+    for (const auto& [site_b, b] : islands) {
+      if (site_a == site_b) continue;
+      const std::vector<std::string> names = route_link_names(spec, a.first, b.first);
+      top->add_route(a.zone->get_netpoint(), b.zone->get_netpoint(), a.gateway, b.gateway,
+                     route_of(names, 1, names.size() - 1), false);
     }
   }
-  zone->seal();
+  top->seal();
   return built;
 }
 

@@ -1,4 +1,4 @@
-// Builds the SimGrid platform (one full zone of hosts, per-direction links and explicit routes) from a
+// Builds the SimGrid platform (star zones of hosts inside a full zone of sites, per-direction links) from a
 // PlatformSpec, and sets the network model (ideal: a lone transfer takes bytes/bandwidth + latency; tcp: calibrated).
 #pragma once
 #include <simgrid/forward.h>
@@ -22,8 +22,9 @@ struct BuiltPlatform {
 };
 
 // Creates zone "world" with one host per spec.hosts entry (speed = speed_flops) and one for the relay,
-// every link of platform_links (SHARED: concurrent flows split its bandwidth) and a route along
-// route_link_names for every ordered pair of them (both in config/platform.hpp).
+// every link of platform_links (SHARED: concurrent flows split its bandwidth) and routes such that
+// every ordered pair of them goes along route_link_names (both in config/platform.hpp): a star zone
+// per site (and one for the endpoints with their own links), so memory and build time grow with K.
 // REQUIRES: an Engine exists, configure_network_model was called, spec came from parse_platform
 // (so every pair has a route). Call at most once per Engine.
 // The world's changes (profiles, churn) are attached to the hosts and links before they are sealed.

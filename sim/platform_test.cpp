@@ -326,3 +326,50 @@ TEST_CASE("sim platform: one fast sender to several slower downlinks: each flow 
   t.engine.run();
   for (double d : done_s) CHECK(d == doctest::Approx(1e6 * 8 / 100e6 + 0.011).epsilon(0.001));  // 0.091 s
 }
+
+TEST_CASE("sim platform: 10 000 hosts and a relay build, with every route kind as the spec says") {
+  // 6 000 homes with their own links, 4 000 in two sites, a relay: routes are O(hosts), not hosts².
+  PlatformSpec spec = parse(
+      "accelerators: {gpu: {peak: 100 TFLOPS, efficiency: 0.5}}\n"
+      "sites:\n"
+      "  eu: {lan: {bandwidth: 100 Gbps, latency: 5 us}, uplink: {bandwidth: 1 Gbps, latency: 5 ms},\n"
+      "       downlink: {bandwidth: 2 Gbps, latency: 6 ms}}\n"
+      "  us: {lan: {bandwidth: 100 Gbps, latency: 5 us}, uplink: {bandwidth: 1 Gbps, latency: 5 ms},\n"
+      "       downlink: {bandwidth: 2 Gbps, latency: 6 ms}}\n"
+      "wan:\n"
+      "  - {from: eu, to: us, bandwidth: 935 Mbps, latency: 40 ms}\n"
+      "hosts:\n"
+      "  - {name: home, accelerator: gpu, count: 6000, uplink: {bandwidth: 20 Mbps, latency: 10 ms},\n"
+      "     downlink: {bandwidth: 200 Mbps, latency: 11 ms}}\n"
+      "  - {name: dc, site: eu, accelerator: gpu, count: 2000}\n"
+      "  - {name: lab, site: us, accelerator: gpu, count: 2000}\n"
+      "relay: {uplink: {bandwidth: 10 Gbps, latency: 1 ms}, downlink: {bandwidth: 5 Gbps, latency: 2 ms}}\n");
+  REQUIRE(spec.hosts.size() == 10000);
+  TestEngine t;
+  locosim::BuiltPlatform built = locosim::build_platform(spec);
+  REQUIRE(built.hosts.size() == 10000);
+  REQUIRE(built.relay != nullptr);
+  CHECK(t.engine.get_host_count() == 10001);
+
+  auto endpoint = [&](size_t i) { return i < built.hosts.size() ? built.hosts[i] : built.relay; };
+  // Pairs of every kind: home↔home, home↔site, within a site, across the WAN, to and from the relay.
+  const size_t relay = 10000;
+  const std::vector<std::pair<size_t, size_t>> pairs = {
+      {0, 5999}, {5999, 0},    {17, 6000}, {6000, 17},   {6000, 7999}, {7999, 6001}, {6000, 8000},
+      {9999, 7000}, {0, relay}, {relay, 0}, {relay, 9999}, {8123, relay}};
+  for (const auto& [i, j] : pairs) {
+    CAPTURE(i);
+    CAPTURE(j);
+    std::vector<sg4::Link*> links;
+    double latency_s = 0;
+    endpoint(i)->route_to(endpoint(j), links, &latency_s);
+    std::vector<std::string> names;
+    double expected_latency_s = 0;
+    for (const auto* l : links) {
+      names.push_back(l->get_name());
+      expected_latency_s += l->get_latency();
+    }
+    CHECK(names == locosim::route_link_names(spec, i, j));
+    CHECK(latency_s == doctest::Approx(expected_latency_s));
+  }
+}
