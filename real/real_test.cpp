@@ -152,9 +152,20 @@ static pid_t find_rank(const std::string& yaml, int rank) {
   return -1;
 }
 
+// Whether the process still runs (not gone, not a zombie waiting for its parent).
+static bool running(pid_t pid) {
+  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  const size_t close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
+}
+
 // SIGKILL once the process has used 2 s of CPU (it is training, past the rendezvous), or after 2 min.
+// Fails the test if the process ended first: its run was too short for this machine.
 static void kill_once_training(pid_t pid) {
-  for (int i = 0; i < 1200 && cpu_seconds(pid) < 2.0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  for (int i = 0; i < 1200 && running(pid) && cpu_seconds(pid) < 2.0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE_MESSAGE(running(pid), "the rank ended before it had used 2 s of CPU: lengthen the test's run");
   kill(pid, SIGKILL);
 }
 
@@ -218,8 +229,9 @@ static std::map<int, int64_t> last_steps(const std::string& metrics_csv) {
 TEST_CASE("real: a killed rank leaves the others to re-form the group and finish") {
   const std::string dir = scratch_dir("kill");
   write_corpus(dir + "/corpus.txt", 20000);
-  // Long enough that rank 1 is killed early (2 s of CPU is about a fifth of it) and the others go on.
-  const int steps = 500;
+  // Long enough that rank 1 is killed early and the others go on: 2 s of CPU is a quarter of a rank's
+  // run on a recent 2-core AMD EPYC, a fifteenth on slower machines.
+  const int steps = 1500;
   write_file(dir + "/kill-one.yaml", four_ranks_yaml(steps));
   for (const std::string policy : {"ddp", "diloco", "fedavg"}) {
     CAPTURE(policy);
@@ -300,7 +312,7 @@ static double final_eval_loss(const std::string& metrics_csv, int worker) {
 TEST_CASE("real: a killed rank that is restarted rejoins the group") {
   const std::string dir = scratch_dir("rejoin");
   write_corpus(dir + "/corpus.txt", 20000);
-  const int steps = 400;
+  const int steps = 1200;  // 2 s of CPU is a quarter to a fifteenth of a rank's run (see above)
   std::string yaml = four_ranks_yaml(steps);
   yaml = replaced(yaml, "{name: diloco, inner_steps: 4", "{name: diloco, inner_steps: 2");
   write_file(dir + "/rejoin.yaml", yaml);
