@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <stdexcept>
 
 namespace sg4 = simgrid::s4u;
@@ -84,10 +85,47 @@ void ring_rounds(const std::vector<int>& ring, size_t position, const std::strin
   }
 }
 
+// The end of an aggregated ring: every member waits there for the whole ring's flows, then for the
+// latencies the exact rounds would have added (the ring's largest route latency each).
+struct RingEnd {
+  sg4::BarrierPtr barrier;
+  double latency_s = 0;  // the largest route latency between neighbours
+  size_t left = 0;       // members that have not passed the end yet
+};
+std::map<std::string, RingEnd> ring_ends;  // by collective tag
+
+// One aggregated ring: `bytes_each_way` to the right neighbour and from the left, then the ring's end.
+void aggregated_ring(int rank, const std::vector<int>& members, const std::vector<sg4::Host*>& hosts,
+                     const std::string& tag, uint64_t bytes_each_way, int latency_rounds, Recorder& recorder);
+
 size_t position_of(const std::vector<int>& members, int rank) {
   const auto it = std::find(members.begin(), members.end(), rank);
   if (it == members.end()) throw std::logic_error("collective: rank " + std::to_string(rank) + " is not a member");
   return static_cast<size_t>(it - members.begin());
+}
+
+void aggregated_ring(int rank, const std::vector<int>& members, const std::vector<sg4::Host*>& hosts,
+                     const std::string& tag, uint64_t bytes_each_way, int latency_rounds, Recorder& recorder) {
+  const size_t n = members.size(), position = position_of(members, rank);
+  const int right = members[(position + 1) % n], left = members[(position + n - 1) % n];
+  RingEnd& end = ring_ends[tag];
+  if (!end.barrier) {
+    end.barrier = sg4::Barrier::create(static_cast<unsigned>(n));
+    end.left = n;
+  }
+  std::vector<sg4::Link*> route;
+  double latency_s = 0;
+  hosts[static_cast<size_t>(rank)]->route_to(hosts[static_cast<size_t>(right)], route, &latency_s);
+  end.latency_s = std::max(end.latency_s, latency_s);
+
+  Flows flows(rank, recorder);
+  flows.send(tag, right, bytes_each_way);
+  flows.recv(tag, left, bytes_each_way);
+  flows.wait_all();
+  end.barrier->wait();  // (`end` stays valid: a std::map keeps its values in place as it grows)
+  const double wait_s = latency_rounds * end.latency_s;
+  if (--end.left == 0) ring_ends.erase(tag);
+  if (wait_s > 0) sg4::this_actor::sleep_for(wait_s);
 }
 
 }  // namespace
@@ -213,6 +251,48 @@ void relay_all_gather_serve(const std::vector<int>& members, int relay, const st
       if (r != peer) flows.send(tag + "/from-" + std::to_string(peer), r, message_bytes(bytes));
     }
   }
+}
+
+void ring_all_reduce_aggregated(int rank, const std::vector<int>& members, const std::vector<sg4::Host*>& hosts,
+                                const std::string& tag, double bytes, Recorder& recorder) {
+  const int k = static_cast<int>(members.size());
+  if (k < 2 || bytes <= 0) return;
+  const uint64_t chunks = static_cast<uint64_t>(2 * (k - 1));
+  aggregated_ring(rank, members, hosts, tag, chunks * message_bytes(bytes / k), 2 * (k - 1) - 1, recorder);
+}
+
+void ring_all_gather_aggregated(int rank, const std::vector<int>& members, const std::vector<sg4::Host*>& hosts,
+                                const std::string& tag, double bytes, Recorder& recorder) {
+  const int k = static_cast<int>(members.size());
+  if (k < 2 || bytes <= 0) return;
+  aggregated_ring(rank, members, hosts, tag, static_cast<uint64_t>(k - 1) * message_bytes(bytes), k - 2, recorder);
+}
+
+void mesh_all_gather_aggregated(int rank, const std::vector<int>& members, const std::vector<sg4::Host*>& hosts,
+                                const std::string& tag, double bytes, Recorder& recorder) {
+  const int k = static_cast<int>(members.size());
+  if (k < 2 || bytes <= 0) return;
+  aggregated_ring(rank, members, hosts, tag, static_cast<uint64_t>(k - 1) * message_bytes(bytes), 0, recorder);
+}
+
+void relay_all_gather_aggregated(int rank, const std::vector<int>& members, int relay, const std::string& tag,
+                                 double bytes, Recorder& recorder) {
+  if (members.size() < 2 || bytes <= 0) return;
+  Flows flows(rank, recorder);
+  flows.send(tag + "/up", relay, message_bytes(bytes));
+  flows.recv(tag + "/down", relay, (members.size() - 1) * message_bytes(bytes));
+  flows.wait_all();
+}
+
+void relay_all_gather_aggregated_serve(const std::vector<int>& members, int relay, const std::string& tag,
+                                       double bytes, Recorder& recorder) {
+  if (members.size() < 2 || bytes <= 0) return;
+  Flows uploads(relay, recorder);
+  for (int r : members) uploads.recv(tag + "/up", r, message_bytes(bytes));
+  uploads.wait_all();
+  Flows downloads(relay, recorder);
+  for (int r : members) downloads.send(tag + "/down", r, (members.size() - 1) * message_bytes(bytes));
+  downloads.wait_all();
 }
 
 }  // namespace locosim

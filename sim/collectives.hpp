@@ -21,6 +21,8 @@
 // The relay forms assume a well-connected relay: its downlink carries K uploads at once (needs ≥ K·U)
 // and its uplink K(K−1) forwards (needs ≥ K·D); otherwise the relay's links are the bottleneck.
 #pragma once
+#include <simgrid/forward.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -77,5 +79,32 @@ void relay_all_gather_flows(int rank, const std::vector<int>& members, int relay
 // other K-1 workers at once (no waiting for the other uploads; no pipelining inside one payload).
 void relay_all_gather_serve(const std::vector<int>& members, int relay, const std::string& tag, double bytes,
                             Recorder& recorder);
+
+// Aggregated flows (network: {flows: aggregated}): the same bytes on the same links, O(K) flows per
+// collective instead of O(K²) messages, for swarms of thousands. `hosts` are the ranks' hosts.
+//   ring all-reduce   one flow of 2(K−1)·⌈S/K⌉ bytes to the right neighbour (and one from the left),
+//                     then every member waits for the whole ring, then (2(K−1) − 1) · λ_max more: the
+//                     exact ring's per-round latencies, at the ring's largest route latency
+//   ring all-gather   the same with (K−1)·S bytes and (K−2) · λ_max
+//   mesh all-gather   one flow of (K−1)·S bytes to the right neighbour, then the whole ring: each own
+//                     link carries what the mesh puts on it; links between sites see only ring traffic
+//   relay all-gather  every worker uploads S; once all have arrived the relay sends each (K−1)·S in one
+//                     flow (the exact relay forwards each payload as soon as it is whole)
+// The relay and hierarchical all-reduce are O(K) already and have no aggregated form. On K identical
+// workers the ring and relay forms equal the closed forms above; docs/aggregated-collectives.md
+// measures the difference from the exact flows on the shipped platforms (scripts/aggregate_error.py).
+void ring_all_reduce_aggregated(int rank, const std::vector<int>& members,
+                                const std::vector<simgrid::s4u::Host*>& hosts, const std::string& tag, double bytes,
+                                Recorder& recorder);
+void ring_all_gather_aggregated(int rank, const std::vector<int>& members,
+                                const std::vector<simgrid::s4u::Host*>& hosts, const std::string& tag, double bytes,
+                                Recorder& recorder);
+void mesh_all_gather_aggregated(int rank, const std::vector<int>& members,
+                                const std::vector<simgrid::s4u::Host*>& hosts, const std::string& tag, double bytes,
+                                Recorder& recorder);
+void relay_all_gather_aggregated(int rank, const std::vector<int>& members, int relay, const std::string& tag,
+                                 double bytes, Recorder& recorder);
+void relay_all_gather_aggregated_serve(const std::vector<int>& members, int relay, const std::string& tag,
+                                       double bytes, Recorder& recorder);
 
 }  // namespace locosim

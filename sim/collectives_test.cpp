@@ -344,3 +344,61 @@ TEST_CASE("collectives: a worker left waiting on a collective nobody else joins 
   CHECK(transports[0]->activity().rfind("waiting since 0 s for collective 0 (all_reduce of 4000 bytes per rank)", 0) == 0);
   CHECK(transports[1]->activity().empty());
 }
+
+// Aggregated flows (network: {flows: aggregated}): on K identical workers each takes its algorithm's
+// closed form, and puts the exact algorithm's bytes on each rank's links.
+TEST_CASE("collectives: aggregated ring all-reduce and ring all-gather take the exact rings' closed forms and bytes") {
+  const int k = 8;
+  const double bytes = 10e6, mbps = 100, one_way_latency_s = 2 * 5e-3;
+  Sim sim(identical_hosts(k, mbps, mbps, 5));
+  Recorder recorder;
+  std::vector<double> reduced(k), gathered(k);
+  auto finished = run_sides(sim, [&](int r) {
+    ring_all_reduce_aggregated(r, all_ranks(k), sim.platform.hosts, "reduce", bytes, recorder);
+    reduced[r] = sg4::Engine::get_clock();
+    ring_all_gather_aggregated(r, all_ranks(k), sim.platform.hosts, "gather", bytes, recorder);
+  });
+  const double reduce_s = 2.0 * (k - 1) / k * bytes * 8 / (mbps * 1e6) + 2 * (k - 1) * one_way_latency_s;
+  const double gather_s = (k - 1) * (bytes * 8 / (mbps * 1e6) + one_way_latency_s);
+  for (int r = 0; r < k; ++r) {
+    CHECK(reduced[r] == doctest::Approx(reduce_s).epsilon(1e-3));
+    CHECK(finished[r] - reduced[r] == doctest::Approx(gather_s).epsilon(1e-3));
+    // One flow each way per collective, with all the ring's bytes, to the right neighbour.
+    CHECK(bytes_of(recorder, EventKind::send, r, (r + 1) % k) ==
+          doctest::Approx(2.0 * (k - 1) / k * bytes + (k - 1) * bytes).epsilon(1e-6));
+    CHECK(bytes_of(recorder, EventKind::recv, r, (r + k - 1) % k) == bytes_of(recorder, EventKind::send, r));
+  }
+  CHECK(recorder.events().size() == static_cast<size_t>(2 * 2 * k));  // a send and a recv per rank, twice
+}
+
+TEST_CASE("collectives: an aggregated mesh all-gather moves the mesh's bytes in the mesh's time") {
+  const int k = 8;
+  const double bytes = 1e6, mbps = 100, latency_s = 2 * 5e-3;
+  Sim sim(identical_hosts(k, mbps, mbps, 5));
+  Recorder recorder;
+  auto finished = run_sides(
+      sim, [&](int r) { mesh_all_gather_aggregated(r, all_ranks(k), sim.platform.hosts, "t", bytes, recorder); });
+  const double expected = (k - 1) * bytes * 8 / (mbps * 1e6) + latency_s;
+  for (double t : finished) CHECK(t == doctest::Approx(expected).epsilon(1e-3));
+  CHECK(bytes_of(recorder, EventKind::send, 0) == doctest::Approx((k - 1) * bytes));
+  CHECK(bytes_of(recorder, EventKind::recv, 0) == doctest::Approx((k - 1) * bytes));
+}
+
+TEST_CASE("collectives: an aggregated relay all-gather takes S/up + (K-1)·S/down and one flow per worker each way") {
+  const int k = 8;
+  const double bytes = 1e6;
+  Sim sim(identical_hosts(k, 10, 100, 10, kRelay));
+  Recorder recorder;
+  auto finished = run_sides(
+      sim, [&](int r) { relay_all_gather_aggregated(r, all_ranks(k), k, "t", bytes, recorder); },
+      [&] { relay_all_gather_aggregated_serve(all_ranks(k), k, "t", bytes, recorder); });
+  const double latency_s = kWorkerLatencyS + kRelayLatencyS;
+  const double expected = bytes * 8 / kUpBps + latency_s + (k - 1) * bytes * 8 / kDownBps + latency_s;
+  for (double t : finished) CHECK(t == doctest::Approx(expected).epsilon(1e-3));
+  for (int r = 0; r < k; ++r) {
+    CHECK(bytes_of(recorder, EventKind::send, r, k) == doctest::Approx(bytes));
+    CHECK(bytes_of(recorder, EventKind::recv, r, k) == doctest::Approx((k - 1) * bytes));
+  }
+  CHECK(bytes_of(recorder, EventKind::send, k) == doctest::Approx(k * (k - 1) * bytes));
+  CHECK(recorder.events().size() == static_cast<size_t>(4 * k));  // K uploads and K downloads, each seen twice
+}
