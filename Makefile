@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 600
 FUZZ_RUNS ?=
 
-.PHONY: deps build demo test fuzz clean
+.PHONY: deps build demo test bench fuzz clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -18,6 +18,12 @@ demo: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Figures, not tests (bench/README.md): the swarm scale of timing-only runs, and locosim against a
+# plain PyTorch DiLoCo loop. Each prints one line per measurement.
+bench: build
+	python3 bench/scale.py --locosim $(BUILD)/locosim
+	python3 bench/peer.py --locosim $(BUILD)/locosim
 
 # The loader fuzzer (fuzz/README.md): FUZZ_SECONDS of fuzzing, or FUZZ_RUNS inputs when that is set.
 fuzz: deps

@@ -58,7 +58,11 @@ void optimizer_step(torch::optim::Optimizer& opt, const std::vector<torch::Tenso
                     const OptimizerConfig& cfg, int64_t step, int64_t total_steps) {
   double lr = scheduled_lr(cfg, step, total_steps);
   for (auto& group : opt.param_groups()) group.options().set_lr(lr);
-  if (cfg.clip_norm > 0) torch::nn::utils::clip_grad_norm_(params, cfg.clip_norm);
+  // Parameters on the meta device (a timing-only run) have no values to update: one step gives the
+  // optimizer its state's shapes (what a joiner downloads), and the others would change nothing.
+  const bool meta = !params.empty() && params.front().is_meta();
+  if (meta && !opt.state().empty()) return;
+  if (cfg.clip_norm > 0 && !meta) torch::nn::utils::clip_grad_norm_(params, cfg.clip_norm);  // reads the norm's value
   opt.step();
 }
 

@@ -60,15 +60,22 @@ void TrainLoop::run(int64_t first_step) {
   steps_done_ = first_step;
   tally_.pending_since_s = transport_.now_s();
   for (int64_t step = first_step; !over(step); ++step) {
-    Batch batch = shard_.next(static_cast<int>(cfg_.batch_size));
-    double train_loss = 0;
+    double train_loss = std::numeric_limits<double>::quiet_NaN();
     computing_since_s_ = transport_.now_s();
-    policy_.compute_step(transport_, flops_per_step_, [&] {
-      model_->zero_grad();
-      torch::Tensor loss = model_->loss(batch.x_BT, batch.y_BT);
-      loss.backward();
-      train_loss = loss.item<double>();
-    });
+    if (!timing_params.empty()) {  // gradients of the parameters' shapes, and no work to run
+      for (auto& p : timing_params) {
+        if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+      }
+      policy_.compute_step(transport_, flops_per_step_, [] {});
+    } else {
+      Batch batch = shard_.next(static_cast<int>(cfg_.batch_size));
+      policy_.compute_step(transport_, flops_per_step_, [&] {
+        model_->zero_grad();
+        torch::Tensor loss = model_->loss(batch.x_BT, batch.y_BT);
+        loss.backward();
+        train_loss = loss.item<double>();
+      });
+    }
     tally_.compute_pending_s += transport_.now_s() - computing_since_s_;
     computing_since_s_ = -1;
     tally_.tokens_trained += tokens_per_step;
@@ -89,7 +96,7 @@ void TrainLoop::run(int64_t first_step) {
     row.sync = sync;
     row.last = last;
     row.train_loss = train_loss;
-    if (last || (step + 1) % cfg_.eval_every == 0) {
+    if (timing_params.empty() && (last || (step + 1) % cfg_.eval_every == 0)) {
       row.eval_loss = evaluate(model_, corpus_, cfg_.eval_batches, cfg_.batch_size);
     }
     recorder_.metric(row);

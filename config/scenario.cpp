@@ -2,6 +2,7 @@
 //
 //   name: quickstart                      # runs/<name>/; default: the file's stem
 //   seed: 1
+//   numerics: full                        # none: timing only (times, bytes, utilization; no training, no loss)
 //   platform: ../platforms/x.yaml         # a platform file (relative to this one) or an inline mapping
 //   network: {all_reduce: auto, all_gather: auto}   # ring|relay|hierarchical, mesh|ring|relay (sim/collectives.hpp)
 //   world:   {failure_timeout: 10 s, events: [...], traces: [...], churn: [...]}   # optional (config/world.cpp)
@@ -11,7 +12,8 @@
 //             optimizer: {name: adamw, lr: 1e-3, ...}}
 //   timing:  {params: 1.1e9, tokens_per_step: 524288}           # optional: price as a larger model
 //   runtime: {threads: 1}
-//   report:  {link_bucket: auto}                                # links.csv time bucket: auto (~200) or "10 s"
+//   report:  {link_bucket: auto, trace: messages}               # links.csv time bucket: auto (~200) or "10 s";
+//                                                                # trace.json: messages | collectives | none
 //   policies: [ddp, {name: diloco, label: diloco-h50, inner_steps: 50}]
 //   sweep:                                # optional: run the scenario over a grid (sim/sweep.hpp)
 //     platform.hosts[*].uplink.bandwidth: [10 Mbps, 100 Mbps, 1000 Mbps]
@@ -157,6 +159,11 @@ static Scenario read_scenario(Section& top, const std::string& path) {
   s.file = path;
   s.name = top.identifier("name", fs::path(path).stem().string());
   s.seed = static_cast<uint64_t>(top.integer("seed", 1, Range::non_negative()));
+  s.timing_only = top.choice("numerics", {"full", "none"}, "full") == "none";
+  if (s.timing_only) {
+    s.simulator_only = top.error("numerics", "none is the simulator's timing-only mode; a real cluster trains for "
+                                             "real: remove the key or set it to full for locosim-real");
+  }
   s.platform = read_platform(top);
   Section network = top.child("network", /*optional=*/true);
   s.network_model = parse_network_model(network);
@@ -187,6 +194,8 @@ static Scenario read_scenario(Section& top, const std::string& path) {
     // links.csv has a row per link and bucket: below 1 ms a long run writes billions of rows.
     s.link_bucket_s = report.quantity("link_bucket", Quantity::duration_s, std::nullopt, Range::closed(1e-3, 1e9));
   }
+  // trace.json holds a span per message: at thousands of workers, choose collectives or none.
+  s.trace = report.choice("trace", {"messages", "collectives", "none"}, "messages");
   report.finish();
 
   std::vector<Section> entries = top.list("policies", "name");

@@ -8,6 +8,7 @@
 
 #include "algorithms/policies.hpp"
 #include "algorithms/train_loop.hpp"
+#include "config/error.hpp"
 #include "config/network_model.hpp"
 #include "config/platform.hpp"
 #include "config/world.hpp"
@@ -42,7 +43,14 @@ struct Scenario {
   TrainConfig train;
   TimingConfig timing;
   int threads = 1;                  // LibTorch intra-op threads (results depend on it: part of the scenario)
+  // numerics: none: every policy's schedule of compute and collectives without the training itself
+  // (parameters on torch's meta device: shapes, no values). Same times and bytes; no loss.
+  bool timing_only = false;
+  // What only the simulator can do, at its place in the file (numerics: none): the real backend
+  // refuses the scenario with it.
+  std::optional<ConfigError> simulator_only;
   double link_bucket_s = 0;         // report.link_bucket: time bucket of links.csv; 0: automatic (~200 buckets)
+  std::string trace = "messages";   // report.trace: trace.json's detail: messages | collectives | none
   std::vector<PolicySpec> policies;
   std::string resolved_yaml;        // every setting with its default filled in
 

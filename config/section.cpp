@@ -61,10 +61,15 @@ std::string describe_node(const YAML::Node& n) {
   return "nothing";
 }
 
+ConfigError error_at(const Section::Impl& s, const YAML::Mark& mark, const std::string& key,
+                     const std::string& message) {
+  std::string dotted = key.empty() ? s.path : (s.path.empty() ? key : s.path + "." + key);
+  return ConfigError(s.file, mark.line + 1, mark.column + 1, dotted, message);
+}
+
 [[noreturn]] void fail_at(const Section::Impl& s, const YAML::Mark& mark, const std::string& key,
                           const std::string& message) {
-  std::string dotted = key.empty() ? s.path : (s.path.empty() ? key : s.path + "." + key);
-  throw ConfigError(s.file, mark.line + 1, mark.column + 1, dotted, message);
+  throw error_at(s, mark, key, message);
 }
 
 // The value at `key`, or an undefined node. Iterates instead of operator[] so nothing is inserted.
@@ -241,10 +246,12 @@ bool Section::is_mapping(const std::string& key) const {
   return false;
 }
 
-void Section::fail(const std::string& key, const std::string& message) const {
+void Section::fail(const std::string& key, const std::string& message) const { throw error(key, message); }
+
+ConfigError Section::error(const std::string& key, const std::string& message) const {
   impl_->asked.insert(key);
   YAML::Node n = key.empty() ? YAML::Node(YAML::NodeType::Undefined) : lookup(*impl_, key);
-  fail_at(*impl_, n.IsDefined() ? n.Mark() : impl_->mark, key, message);
+  return error_at(*impl_, n.IsDefined() ? n.Mark() : impl_->mark, key, message);
 }
 
 int64_t Section::integer(const std::string& key, std::optional<int64_t> fallback, Range range) {

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "config/error.hpp"
+
 namespace locosim {
 
 // An interval constraint on a number, printed in error messages ("must be > 0").
@@ -96,6 +98,8 @@ class Section {
 
   // Throws ConfigError at `key` (or at this section when the key is absent).
   [[noreturn]] void fail(const std::string& key, const std::string& message) const;
+  // The same error, not thrown: for a check that can only be made later (by another program).
+  ConfigError error(const std::string& key, const std::string& message) const;
   // Throws ConfigError for the first key nobody read: "unknown key 'stpes' (known here: ...)".
   void finish() const;
 

@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
 
   try {
     Scenario scenario = load_scenario(file);
+    if (scenario.simulator_only) throw *scenario.simulator_only;
     const PolicySpec& policy = choose_policy(scenario, label);
     // Refuse now, not after training, to write where something locosim did not create would be replaced.
     const auto scenario_dir = child_path(options.output_root, scenario.name);

@@ -160,6 +160,12 @@ std::optional<T> optional_from(const nlohmann::json& j) {
   return j.is_null() ? std::nullopt : std::optional<T>(j.get<T>());
 }
 
+// A loss, or null where there is none (a timing-only run): JSON has no NaN.
+nlohmann::json loss_json(double loss) { return std::isnan(loss) ? nlohmann::json() : nlohmann::json(loss); }
+double loss_from(const nlohmann::json& j) {
+  return j.is_null() ? std::numeric_limits<double>::quiet_NaN() : j.get<double>();
+}
+
 }  // namespace
 
 std::string params_fingerprint(const std::vector<torch::Tensor>& params) {
@@ -190,8 +196,9 @@ void write_summary_json(const RunSummary& s, const std::string& path) {
                       {"utilization_by_accelerator", by_accelerator},
                       {"sent_bytes_per_worker", s.sent_bytes_per_worker},
                       {"recv_bytes_per_worker", s.recv_bytes_per_worker},
-                      {"final_train_loss", s.final_train_loss},
-                      {"final_eval_loss", s.final_eval_loss},
+                      {"numerics", s.timing_only ? "none" : "full"},
+                      {"final_train_loss", loss_json(s.final_train_loss)},
+                      {"final_eval_loss", loss_json(s.final_eval_loss)},
                       {"target_loss", optional_json(s.target_loss)},
                       {"time_to_target_s", optional_json(s.time_to_target_s)},
                       {"params_fingerprint", s.params_fingerprint},
@@ -231,8 +238,9 @@ RunSummary read_summary_json(const std::string& path) {
     }
     s.sent_bytes_per_worker = j.at("sent_bytes_per_worker");
     s.recv_bytes_per_worker = j.at("recv_bytes_per_worker");
-    s.final_train_loss = j.at("final_train_loss");
-    s.final_eval_loss = j.at("final_eval_loss");
+    s.timing_only = j.value("numerics", "full") == "none";  // absent before timing-only runs
+    s.final_train_loss = loss_from(j.at("final_train_loss"));
+    s.final_eval_loss = loss_from(j.at("final_eval_loss"));
     s.target_loss = optional_from(j.at("target_loss"));
     s.time_to_target_s = optional_from(j.at("time_to_target_s"));
     s.params_fingerprint = j.value("params_fingerprint", "");
@@ -261,13 +269,14 @@ void write_summary_csv(const std::vector<RunSummary>& rows, const std::string& p
          "workers_lost,workers_joined,syncs_committed,syncs_aborted,compute_wasted_s,useful_tokens,"
          "goodput_tokens_per_s\n";
   auto opt = [](const std::optional<double>& v) { return v ? fmt::format("{:.9g}", *v) : std::string(); };
+  auto loss = [](double v) { return std::isnan(v) ? std::string() : fmt::format("{:.6f}", v); };
   for (const auto& r : rows) {
     // Empty where unknown (a summary.json from before the spread was recorded), as pandas' NaN.
     auto spread = [&](double v) { return r.utilization_spread_known() ? fmt::format("{:.6f}", v) : std::string(); };
     out << fmt::format("{},{},{},{},{},{:.9g},{:.6f},{},{},", r.label, r.policy, r.workers, r.steps, r.tokens,
                        r.wall_clock_s, r.compute_utilization, spread(r.utilization_min), spread(r.utilization_max));
-    out << fmt::format("{:.9g},{:.9g},{:.6f},{:.6f},{},{},", r.sent_bytes_per_worker, r.recv_bytes_per_worker,
-                       r.final_train_loss, r.final_eval_loss, opt(r.target_loss), opt(r.time_to_target_s));
+    out << fmt::format("{:.9g},{:.9g},{},{},{},{},", r.sent_bytes_per_worker, r.recv_bytes_per_worker,
+                       loss(r.final_train_loss), loss(r.final_eval_loss), opt(r.target_loss), opt(r.time_to_target_s));
     out << fmt::format("{},{},{},{},{:.9g},{},{:.9g}\n", r.workers_lost, r.workers_joined, r.syncs_committed,
                        r.syncs_aborted, r.compute_wasted_s, r.useful_tokens, r.goodput_tokens_per_s);
   }
@@ -363,12 +372,17 @@ std::string format_table(const std::vector<RunSummary>& unsorted) {
   for (const auto& r : rows) {
     std::string to_target = !has_target ? "" : r.time_to_target_s ? human_time(*r.time_to_target_s) : "not reached";
     const std::optional<double> at = at_equal_time ? r.eval_loss_at(first_done_s) : std::nullopt;
-    out += fmt::format("{:<{}}  {:>10}  {:>14}  {:>12.1f}  {:>12.1f}  {:>8}  {:>10.3f}  {:>9.3f}  {:>11}  {:>10}\n",
+    auto loss = [&](double v) { return r.timing_only ? std::string("no loss") : fmt::format("{:.3f}", v); };
+    out += fmt::format("{:<{}}  {:>10}  {:>14}  {:>12.1f}  {:>12.1f}  {:>8}  {:>10}  {:>9}  {:>11}  {:>10}\n",
                        r.label, label_width, human_time(r.wall_clock_s),
                        utilization_cell(r.compute_utilization, r.utilization_min, r.utilization_max,
                                         r.utilization_spread_known()),
-                       r.sent_bytes_per_worker / 1e6, r.recv_bytes_per_worker / 1e6, relative(r), r.final_train_loss,
-                       r.final_eval_loss, to_target, at ? fmt::format("{:.3f}", *at) : at_equal_time ? "-" : "");
+                       r.sent_bytes_per_worker / 1e6, r.recv_bytes_per_worker / 1e6, relative(r),
+                       loss(r.final_train_loss), loss(r.final_eval_loss), to_target,
+                       at ? fmt::format("{:.3f}", *at) : at_equal_time ? "-" : "");
+  }
+  if (std::any_of(rows.begin(), rows.end(), [](const RunSummary& r) { return r.timing_only; })) {
+    out += "timing only (numerics: none): the schedules ran without training; there is no loss to compare\n";
   }
   out += accelerator_block(rows, label_width);
   // On a changing world, a second block: what the changes cost each policy.

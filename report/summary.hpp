@@ -39,6 +39,9 @@ struct RunSummary {
   std::optional<double> target_loss;
   std::optional<double> time_to_target_s;  // first evaluation whose mean over workers reaches target_loss
   std::string params_fingerprint;     // of the first finished worker's final parameters: equal runs give equal prints
+  // numerics: none: the schedule ran without the training; the losses are NaN (null in summary.json,
+  // empty in summary.csv, "no loss" in the table) and there is no fingerprint.
+  bool timing_only = false;
   // (time, mean eval loss): at each evaluation, once every worker that evaluates at all has
   // evaluated, the mean of each one's latest evaluation. Compares policies at equal wall-clock.
   std::vector<std::pair<double, double>> eval_curve;

@@ -74,16 +74,31 @@ nlohmann::json metadata(const char* what, int pid, int tid, const nlohmann::json
 }  // namespace
 
 void write_trace_json(const Recorder& recorder, const std::vector<std::string>& names, const LinkReport* links,
-                      const std::string& path) {
+                      const std::string& path, TraceDetail detail) {
+  if (detail == TraceDetail::none) return;
   // Spans by (worker, family), in start order.
   std::map<std::pair<int, int>, std::vector<const EventRow*>> tracks;
   int workers = static_cast<int>(names.size());
   for (const EventRow& e : recorder.events()) {
-    tracks[{e.worker, family_of(e.kind)}].push_back(&e);
     workers = std::max(workers, e.worker + 1);
+    const bool message = e.kind == EventKind::send || e.kind == EventKind::recv;
+    if (message && detail == TraceDetail::collectives) continue;
+    tracks[{e.worker, family_of(e.kind)}].push_back(&e);
   }
 
-  nlohmann::json events = nlohmann::json::array();
+  // Written as it is made, one event at a time: memory stays that of the Recorder's rows.
+  OutputFile file(path);
+  std::ostream& out = file.out();
+  out << R"({"displayTimeUnit":"ms","otherData":{"clock":"simulated time"},"traceEvents":[)";
+  bool first = true;
+  struct Stream {
+    std::ostream& out;
+    bool& first;
+    void push_back(const nlohmann::json& event) {
+      out << (first ? "\n" : ",\n") << event.dump();
+      first = false;
+    }
+  } events{out, first};
   for (int w = 0; w < workers; ++w) {
     const std::string name = w < static_cast<int>(names.size()) ? names[w] : "relay (worker " + std::to_string(w) + ")";
     events.push_back(metadata("process_name", w + 1, 0, {{"name", name}}));
@@ -149,11 +164,7 @@ void write_trace_json(const Recorder& recorder, const std::vector<std::string>& 
     }
   }
 
-  nlohmann::json trace = {{"displayTimeUnit", "ms"},
-                          {"otherData", {{"clock", "simulated time"}}},
-                          {"traceEvents", std::move(events)}};
-  OutputFile file(path);
-  file.out() << trace.dump() << "\n";
+  out << "\n]}\n";
   file.close();
 }
 

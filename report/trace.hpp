@@ -14,7 +14,11 @@ namespace locosim {
 // recorded as worker world_size) get a process too. `links` may be null (no counters).
 // Spans on one track never overlap unless nested (what trace viewers require): concurrent spans of
 // one kind go to extra tracks ("send 2", ...). Times are microseconds of simulated time, to the ns.
+// detail (report: {trace: ...}): messages, every span (a ring all-reduce at K workers is 2(K−1) sends
+// and receives per worker); collectives, no send or receive spans (compute, waits, joins and the link
+// counters remain); none, no trace.json at all. The file is streamed, never held whole in memory.
+enum class TraceDetail { messages, collectives, none };
 void write_trace_json(const Recorder& recorder, const std::vector<std::string>& names, const LinkReport* links,
-                      const std::string& path);
+                      const std::string& path, TraceDetail detail = TraceDetail::messages);
 
 }  // namespace locosim

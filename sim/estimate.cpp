@@ -19,7 +19,7 @@ constexpr double kMemoryPerRow = 1600;
 constexpr double kDiskPerRow = 170;
 constexpr double kSecondsPerRow = 12e-6;
 constexpr double kBaseMemory = 300e6;         // the process itself: LibTorch, SimGrid, the corpus
-constexpr double kRouteBytes = 200;           // per ordered host pair: one explicit route each
+constexpr double kRouteBytes = 200;           // per host: its routes to and from its star zone
 constexpr double kProxyFlopsPerSecond = 5e9;  // real LibTorch steps of the proxy model, one core
 constexpr double kStateCopies = 10;           // parameters, gradients, Adam moments, outer copies, wire
 
@@ -36,7 +36,8 @@ RunEstimate estimate_policy_run(const Scenario& s, const PolicySpec& policy) {
   const double steps = static_cast<double>(s.train.steps);
   const auto period = sync_period(policy);
   const double collectives = period ? std::max(1.0, steps / static_cast<double>(period->second)) : steps;
-  const double flows_per_collective = 4 * K * std::max(1.0, K - 1);
+  // Exact flows: 2(K−1) messages per worker and ring, sent and received; aggregated: one each.
+  const double flows_per_collective = 4 * K * (s.network.aggregated ? 1.0 : std::max(1.0, K - 1));
   RunEstimate e;
   e.rows = K * steps * 2 + collectives * flows_per_collective;  // compute and wait, then sends and receives
 
@@ -48,9 +49,11 @@ RunEstimate estimate_policy_run(const Scenario& s, const PolicySpec& policy) {
   const double activations = 20 * tokens * static_cast<double>(s.model.d_model * s.model.n_layers) * 4 +
                              2 * tokens * static_cast<double>(s.model.vocab_size) * 4;
 
-  e.memory_bytes = kBaseMemory + K * K * kRouteBytes + K * P * 4 * kStateCopies + activations + e.rows * kMemoryPerRow;
+  // Timing only: the parameters are shapes on the meta device, and no step or evaluation runs.
+  const double real = s.timing_only ? 0.0 : 1.0;
+  e.memory_bytes = kBaseMemory + K * kRouteBytes + real * (K * P * 4 * kStateCopies + activations) + e.rows * kMemoryPerRow;
   e.disk_bytes = e.rows * kDiskPerRow + K * steps * 60 + 200 * (2 * K + 8) * 60;  // + metrics.csv, links.csv
-  e.seconds = e.rows * kSecondsPerRow + K * (steps * step_flops + eval_flops) / kProxyFlopsPerSecond;
+  e.seconds = e.rows * kSecondsPerRow + real * K * (steps * step_flops + eval_flops) / kProxyFlopsPerSecond;
   return e;
 }
 

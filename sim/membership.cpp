@@ -11,6 +11,25 @@
 namespace sg4 = simgrid::s4u;
 
 namespace locosim {
+namespace {
+
+// The bytes of the tensors in an archive, nested archives (an optimizer's state) included. Shapes and
+// types only: a timing-only run's meta tensors weigh what the full run's do.
+double tensor_bytes(torch::serialize::InputArchive& archive) {
+  double bytes = 0;
+  for (const std::string& key : archive.keys()) {
+    torch::Tensor tensor;
+    torch::serialize::InputArchive nested;
+    if (archive.try_read(key, tensor)) {
+      if (tensor.defined()) bytes += static_cast<double>(tensor.numel()) * static_cast<double>(tensor.element_size());
+    } else if (archive.try_read(key, nested)) {
+      bytes += tensor_bytes(nested);
+    }
+  }
+  return bytes;
+}
+
+}  // namespace
 
 Membership::Membership(SimWorld& world, std::vector<SimWorker>& workers, double wire_scale, bool can_fail)
     : world_(world), workers_(workers), wire_scale_(wire_scale), can_fail_(can_fail), actors_(workers.size()) {
@@ -85,7 +104,7 @@ void Membership::join(int rank) {
     const int source = member >= 0 ? member : world_.relay ? static_cast<int>(workers_.size()) : -1;
     if (source < 0) break;  // no one to download from: the checkpoint is on this worker's disk
     const double start_s = sg4::Engine::get_clock();
-    const double bytes = static_cast<double>(checkpoint_->state.size()) * wire_scale_;
+    const double bytes = checkpoint_->bytes * wire_scale_;
     // A daemon: if the joiner is lost before it takes the download, nothing waits for this one.
     sg4::Actor::create("handover-to-" + std::to_string(rank), member >= 0 ? world_.hosts[member] : world_.relay,
                        [box, bytes] {
@@ -141,6 +160,10 @@ std::shared_ptr<const GroupSnapshot> Membership::snapshot(int rank, int64_t step
   archive.save_to(out);
   auto snap = std::make_shared<GroupSnapshot>();
   snap->state = out.str();
+  std::istringstream in(snap->state);
+  torch::serialize::InputArchive written;
+  written.load_from(in);
+  snap->bytes = tensor_bytes(written);
   snap->steps_done = steps_done;
   snap->next_collective = workers_[rank].transport->next_collective();
   return snap;

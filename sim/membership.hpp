@@ -35,6 +35,8 @@ struct SimWorker {
 // The group's state at a handover point: what a joiner downloads.
 struct GroupSnapshot {
   std::string state;          // the policy's archive (Policy::save)
+  double bytes = 0;           // what a joiner downloads: the archive's tensor data (its metadata is not
+                              // priced as the target model), the same in a timing-only run
   int64_t steps_done = 0;
   uint64_t next_collective = 0;
 };

@@ -61,7 +61,7 @@ double SimTransport::now_s() const { return sg4::Engine::get_clock(); }
 
 void SimTransport::compute(double flops, const std::function<void()>& work) {
   const double start = now_s();
-  work();                            // the real step: takes no simulated time
+  if (!world_.timing_only) work();   // the real step: takes no simulated time
   activity_ = "computing since " + g(start) + " s";
   sg4::this_actor::execute(flops);   // its simulated duration: flops / host speed (its speed profile)
   activity_.clear();
@@ -81,8 +81,13 @@ void SimTransport::rejoin(uint64_t next) {
 CollectiveFlows SimTransport::all_reduce_flows(const std::vector<int>& members, double bytes) const {
   const int rank = rank_, relay = world_size();
   Recorder* recorder = world_.recorder;
+  const std::vector<sg4::Host*>* hosts = &world_.hosts;
   switch (world_.collectives.all_reduce) {
     case AllReduceAlgorithm::ring:
+      if (world_.collectives.aggregated) {
+        return {[=](const std::string& tag) { ring_all_reduce_aggregated(rank, members, *hosts, tag, bytes, *recorder); },
+                {}};
+      }
       return {[=](const std::string& tag) { ring_all_reduce_flows(rank, members, tag, bytes, *recorder); }, {}};
     case AllReduceAlgorithm::relay:
       return {[=](const std::string& tag) { relay_all_reduce_flows(rank, members, relay, tag, bytes, *recorder); },
@@ -106,6 +111,22 @@ CollectiveFlows SimTransport::all_reduce_flows(const std::vector<int>& members, 
 CollectiveFlows SimTransport::all_gather_flows(const std::vector<int>& members, double bytes) const {
   const int rank = rank_, relay = world_size();
   Recorder* recorder = world_.recorder;
+  const std::vector<sg4::Host*>* hosts = &world_.hosts;
+  if (world_.collectives.aggregated) {
+    switch (world_.collectives.all_gather) {
+      case AllGatherAlgorithm::mesh:
+        return {[=](const std::string& tag) { mesh_all_gather_aggregated(rank, members, *hosts, tag, bytes, *recorder); },
+                {}};
+      case AllGatherAlgorithm::ring:
+        return {[=](const std::string& tag) { ring_all_gather_aggregated(rank, members, *hosts, tag, bytes, *recorder); },
+                {}};
+      case AllGatherAlgorithm::relay:
+        return {[=](const std::string& tag) {
+                  relay_all_gather_aggregated(rank, members, relay, tag, bytes, *recorder);
+                },
+                [=](const std::string& tag) { relay_all_gather_aggregated_serve(members, relay, tag, bytes, *recorder); }};
+    }
+  }
   switch (world_.collectives.all_gather) {
     case AllGatherAlgorithm::mesh:
       return {[=](const std::string& tag) { mesh_all_gather_flows(rank, members, tag, bytes, *recorder); }, {}};
@@ -205,7 +226,9 @@ bool SimTransport::finish(uint64_t seq, const std::function<void(SimCollective&)
 
 Pending SimTransport::all_reduce_mean(std::vector<torch::Tensor>& xs, Wire w) {
   std::vector<torch::Tensor> mine;
-  for (const auto& x : xs) mine.push_back(through_wire(x.detach(), w.format));
+  if (!world_.timing_only) {
+    for (const auto& x : xs) mine.push_back(through_wire(x.detach(), w.format));
+  }
   const double bytes = wire_bytes(xs, w.format) * w.scale;
   const uint64_t seq = start(std::move(mine), "all_reduce of " + g(bytes) + " bytes per rank",
                              [&](const std::vector<int>& members) { return all_reduce_flows(members, bytes); });
@@ -213,6 +236,7 @@ Pending SimTransport::all_reduce_mean(std::vector<torch::Tensor>& xs, Wire w) {
     return finish(
         seq,
         [&](SimCollective& c) {
+          if (world_.timing_only) return;  // no values: xs keep their shapes
           if (c.result.empty()) c.result = mean_in_rank_order(c.contributions, format);
           for (size_t i = 0; i < xs.size(); ++i) xs[i].detach().copy_(c.result[i]);
         },

@@ -48,6 +48,10 @@ struct SimWorld {
   // flows have ended, so that all members agree on commit (torchft's should_commit). A world that
   // never fails leaves it off: each member takes the result as soon as its own flows end.
   bool agree_on_commit = false;
+  // Timing only (numerics: none): compute is charged but its work not run, collectives move their
+  // bytes but keep no contributions and compute no mean (the policies' tensors are on the meta
+  // device); all-gathers still hand over what was sent (a timed round's step counts).
+  bool timing_only = false;
   std::map<uint64_t, SimCollective> in_flight;  // by sequence number, the same on every member
 
   // The parameter server of asynchronous policies (Transport::push_pull): on the relay, or on rank 0's

@@ -67,19 +67,27 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   world.relay = platform.relay;
   world.sites = site_groups(scenario.platform);
   world.failure_timeout_s = scenario.world.failure_timeout_s;
+  world.timing_only = scenario.timing_only;
   const int world_size = scenario.world_size();
   std::vector<SimWorker> workers(world_size);
   for (int rank = 0; rank < world_size; ++rank) {
     SimWorker& w = workers[rank];
-    w.model = copy_of(reference, scenario.model);
+    // Timing only: every worker holds the reference model, untouched, and the policy updates
+    // parameters of its shapes on the meta device (no memory, no values).
+    w.model = scenario.timing_only ? reference : copy_of(reference, scenario.model);
     w.transport = std::make_unique<SimTransport>(world, rank);
-    PolicyContext ctx{w.model->parameters(), w.transport.get(), scenario.train.optimizer, scenario.train.steps,
+    std::vector<torch::Tensor> params = w.model->parameters();
+    if (scenario.timing_only) {
+      for (auto& p : params) p = torch::empty(p.sizes(), p.options().device(torch::kMeta)).requires_grad_();
+    }
+    PolicyContext ctx{params, w.transport.get(), scenario.train.optimizer, scenario.train.steps,
                       wire_scale(scenario, *reference)};
     w.policy = make_policy(policy, std::move(ctx));
     Shard shard(corpus, rank, world_size, scenario.data.split, static_cast<int>(scenario.model.seq_len),
                 scenario.seed);
     w.loop = std::make_unique<TrainLoop>(w.model, std::move(shard), corpus, *w.policy, *w.transport, scenario.train,
                                          step_flops, recorder);
+    if (scenario.timing_only) w.loop->timing_params = params;
   }
 
   Membership membership(world, workers, wire_scale(scenario, *reference), world_can_fail(scenario.world));
@@ -136,7 +144,8 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   summary.policy = policy.name;
   int fingerprinted = 0;  // the first worker that finished
   while (!workers[fingerprinted].loop->finished()) ++fingerprinted;
-  summary.params_fingerprint = params_fingerprint(workers[fingerprinted].model->parameters());
+  summary.timing_only = scenario.timing_only;
+  if (!scenario.timing_only) summary.params_fingerprint = params_fingerprint(workers[fingerprinted].model->parameters());
   summary.workers_lost = membership.lost();
   summary.workers_joined = membership.joined();
   for (const SimWorker& w : workers) {
@@ -159,7 +168,10 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   for (int rank = 0; rank < world_size; ++rank) {
     names.push_back("worker " + std::to_string(rank) + " (" + scenario.platform.hosts[rank].name + ")");
   }
-  write_trace_json(recorder, names, &links, dir + "/trace.json");
+  const TraceDetail detail = scenario.trace == "none"          ? TraceDetail::none
+                             : scenario.trace == "collectives" ? TraceDetail::collectives
+                                                               : TraceDetail::messages;
+  write_trace_json(recorder, names, &links, dir + "/trace.json", detail);
   write_summary_json(summary, dir + "/summary.json");
 }
 

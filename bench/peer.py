@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""peer: locosim's DiLoCo against a plain Python+PyTorch DiLoCo loop doing the same training.
+
+The peer (`--peer`, default ../shared/peers/diloco_peer.py; Debian's python3-torch) trains K replicas
+of a Llama-style model in turn, H inner AdamW steps then an outer Nesterov step on the fp16-rounded
+mean pseudo-gradient, and times its training loop. locosim runs the same model shape, batch,
+sequence length, steps, H and thread budget as a scenario (4 workers on a LAN, -j 1), and is timed
+as a whole process: start-up, data loading, the simulation, evaluation and the run folder included,
+so the ratio is the least favourable to locosim. One line:
+
+    peer workers=4 steps=100 threads=2 locosim_steps_per_s=... python_steps_per_s=... ratio=...
+
+Usage: python3 bench/peer.py [--locosim build/locosim] [--peer PATH] [--threads 2]
+"""
+import argparse
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def corpus_path():
+    if os.environ.get("LOCOSIM_CACHE"):
+        return pathlib.Path(os.environ["LOCOSIM_CACHE"]) / "kjv.txt"
+    cache = pathlib.Path(os.environ.get("XDG_CACHE_HOME", pathlib.Path.home() / ".cache"))
+    return cache / "locosim" / "kjv.txt"
+
+
+def scenario(a):
+    return f"""name: peer
+seed: 1
+platform:
+  accelerators: {{h100: {{peak: 989 TFLOPS, efficiency: 0.4}}}}
+  hosts:
+    - {{name: gpu, accelerator: h100, count: {a.workers},
+       uplink: {{bandwidth: 10 Gbps, latency: 50 us}}, downlink: {{bandwidth: 10 Gbps, latency: 50 us}}}}
+data: {{path: kjv}}
+model: {{preset: tiny, d_model: {a.d}, n_layers: {a.layers}, n_heads: {a.heads}, seq_len: {a.seq}}}
+train:
+  steps: {a.steps}
+  batch_size: {a.batch}
+  eval_every: {a.steps}
+  eval_batches: 1
+  optimizer: {{name: adamw, lr: 3.0e-4, weight_decay: 0.1}}
+runtime: {{threads: {a.threads}}}
+report: {{trace: none}}
+policies:
+  - {{name: diloco, inner_steps: {a.H}, wire: fp16}}
+"""
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--locosim", default=str(ROOT / "build" / "locosim"))
+    parser.add_argument("--peer", default=str(ROOT.parent / "shared" / "peers" / "diloco_peer.py"))
+    for name, default in [("workers", 4), ("steps", 100), ("H", 25), ("d", 128), ("layers", 2), ("heads", 4),
+                          ("seq", 64), ("batch", 16), ("threads", 2)]:
+        parser.add_argument(f"--{name}", type=int, default=default)
+    a = parser.parse_args()
+    if not pathlib.Path(a.peer).exists():
+        sys.exit(f"peer: {a.peer} does not exist (--peer names the Python DiLoCo loop)")
+    if subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode != 0:
+        sys.exit("peer: the Python peer needs PyTorch: apt-get install python3-torch")
+    if not corpus_path().exists():
+        sys.exit(f"peer: no corpus at {corpus_path()}: run scripts/fetch-corpus.sh (make demo does)")
+
+    with tempfile.TemporaryDirectory(prefix="locosim-peer-") as tmp:
+        path = pathlib.Path(tmp) / "peer.yaml"
+        path.write_text(scenario(a))
+        start = time.monotonic()
+        result = subprocess.run([a.locosim, "run", str(path), "-o", f"{tmp}/runs", "-j", "1", "--no-progress"],
+                                capture_output=True, text=True)
+        locosim_s = time.monotonic() - start
+        if result.returncode != 0:
+            sys.exit(f"peer: locosim failed:\n{result.stderr}")
+        summary = json.loads(pathlib.Path(f"{tmp}/runs/peer/diloco/summary.json").read_text())
+
+    args = [sys.executable, a.peer, "--corpus", str(corpus_path())]
+    for name in ("workers", "steps", "H", "d", "layers", "heads", "seq", "batch", "threads"):
+        args += [f"--{name}", str(getattr(a, name))]
+    result = subprocess.run(args, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"peer: the Python peer failed:\n{result.stderr}")
+    python = float(re.search(r"steps_per_s=([0-9.]+)", result.stdout).group(1))
+    ours = a.workers * a.steps / locosim_s
+    print(f"peer workers={a.workers} steps={a.steps} threads={a.threads} locosim_steps_per_s={ours:.1f} "
+          f"python_steps_per_s={python:.1f} ratio={ours / python:.2f} "
+          f"locosim_eval_loss={summary['final_eval_loss']:.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

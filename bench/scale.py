@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""scale: timing-only DiLoCo on consumer links at growing numbers of workers.
+
+Every worker is a home on 10 Mbps up / 100 Mbps down (15 ms), as in platforms/consumer-32.yaml,
+with a well-connected relay; DiLoCo syncs every `--inner-steps` steps for `--rounds` rounds, once
+through the relay (all_reduce: relay) and once around the ring (flows: aggregated). numerics: none,
+so no LibTorch work is done: the cost is the simulator's own. One line per run:
+
+    scale workers=256 collective=relay rounds=100 wall_s=1.92 peak_mib=210 simulated_s=5123.4 per_worker_round_us=75.0
+
+Usage: python3 bench/scale.py [--locosim build/locosim] [--workers 256,1024,4096] [--rounds 100]
+"""
+import argparse
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def scenario(workers, rounds, inner_steps, collective):
+    network = "{all_reduce: relay}" if collective == "relay" else "{all_reduce: ring, flows: aggregated}"
+    return f"""name: scale
+numerics: none
+seed: 1
+platform:
+  accelerators: {{rtx4090: {{peak: 165 TFLOPS, efficiency: 0.35}}}}
+  hosts:
+    - {{name: peer, accelerator: rtx4090, count: {workers},
+       uplink: {{bandwidth: 10 Mbps, latency: 15 ms}}, downlink: {{bandwidth: 100 Mbps, latency: 15 ms}}}}
+  relay:
+    uplink: {{bandwidth: 100 Gbps, latency: 5 ms}}
+    downlink: {{bandwidth: 100 Gbps, latency: 5 ms}}
+network: {network}
+data: {{path: kjv}}
+model: {{preset: tiny, d_model: 32, n_layers: 1, n_heads: 2, seq_len: 32}}
+train: {{steps: {rounds * inner_steps}, batch_size: 1, eval_every: {rounds * inner_steps}, eval_batches: 1}}
+timing: {{params: 150.0e6, tokens_per_step: 65536}}
+report: {{trace: none}}
+policies:
+  - {{name: diloco, inner_steps: {inner_steps}, wire: fp16}}
+"""
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--locosim", default=str(ROOT / "build" / "locosim"))
+    parser.add_argument("--workers", default="256,1024,4096")
+    parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--inner-steps", type=int, default=5)
+    parser.add_argument("--collectives", default="relay,ring")
+    args = parser.parse_args()
+    for collective in args.collectives.split(","):
+        for workers in [int(w) for w in args.workers.split(",")]:
+            with tempfile.TemporaryDirectory(prefix="locosim-scale-") as tmp:
+                path = pathlib.Path(tmp) / "scale.yaml"
+                path.write_text(scenario(workers, args.rounds, args.inner_steps, collective))
+                start = time.monotonic()
+                # GNU time's %M: the largest resident set of the run's processes (its simulation child included).
+                result = subprocess.run(["/usr/bin/time", "-f", "%M", args.locosim, "run", str(path), "-o",
+                                         f"{tmp}/runs", "--no-progress", "--force"], capture_output=True, text=True)
+                wall = time.monotonic() - start
+                if result.returncode != 0:
+                    sys.exit(f"scale: {workers} workers, {collective}: locosim failed:\n{result.stderr}")
+                peak_kib = int(result.stderr.strip().splitlines()[-1])
+                summary = json.loads(pathlib.Path(f"{tmp}/runs/scale/diloco/summary.json").read_text())
+                per = wall / (workers * args.rounds) * 1e6
+                print(f"scale workers={workers} collective={collective} rounds={args.rounds} "
+                      f"inner_steps={args.inner_steps} wall_s={wall:.2f} peak_mib={peak_kib / 1024:.0f} "
+                      f"simulated_s={summary['wall_clock_s']:.1f} per_worker_round_us={per:.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
