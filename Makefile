@@ -19,10 +19,11 @@ demo: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# Figures, not tests (bench/README.md): the swarm scale of timing-only runs, and locosim against a
-# plain PyTorch DiLoCo loop. Each prints one line per measurement.
+# Figures, not tests (bench/README.md): the swarm scale of timing-only runs, a full run's overhead
+# over its LibTorch work and the step pool's speed-up, and locosim against a plain PyTorch DiLoCo loop. Each prints one line per measurement.
 bench: build
 	python3 bench/scale.py --locosim $(BUILD)/locosim
+	python3 bench/overhead.py --locosim $(BUILD)/locosim
 	python3 bench/peer.py --locosim $(BUILD)/locosim
 
 # The loader fuzzer (fuzz/README.md): FUZZ_SECONDS of fuzzing, or FUZZ_RUNS inputs when that is set.

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "algorithms/torch_time.hpp"
 #include "config/section.hpp"
 
 namespace locosim {
@@ -54,8 +55,14 @@ double scheduled_lr(const OptimizerConfig& cfg, int64_t step, int64_t total_step
   return cfg.lr * (cfg.min_lr_ratio + (1.0 - cfg.min_lr_ratio) * cosine);
 }
 
+TorchTime& torch_time() {
+  static TorchTime time;
+  return time;
+}
+
 void optimizer_step(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params,
                     const OptimizerConfig& cfg, int64_t step, int64_t total_steps) {
+  TorchTimer timer(torch_time().optimizer_ns);
   double lr = scheduled_lr(cfg, step, total_steps);
   for (auto& group : opt.param_groups()) group.options().set_lr(lr);
   // Parameters on the meta device (a timing-only run) have no values to update: one step gives the

@@ -8,6 +8,7 @@
 
 #include <limits>
 
+#include "algorithms/torch_time.hpp"
 #include "config/section.hpp"
 
 namespace locosim {
@@ -34,6 +35,7 @@ TrainConfig TrainConfig::parse(Section& s) {
 }
 
 double evaluate(TinyLlama& model, const Corpus& corpus, int64_t batches, int64_t batch_size) {
+  TorchTimer timer(torch_time().eval_ns);
   torch::NoGradGuard no_grad;
   double total = 0;
   for (int64_t b = 0; b < batches; ++b) {

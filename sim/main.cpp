@@ -177,6 +177,12 @@ int main(int argc, char** argv) {
   CLI::App* run_cmd = app.add_subcommand("run", "simulate every policy of a scenario and print the comparison");
   add_runs(run_cmd, run_file, options);
   run_cmd->add_option("-j,--jobs", options.jobs, "policies simulated at once (default: one per core)");
+  run_cmd->add_option("--step-threads", options.step_threads,
+                      "workers' real steps run at once in each policy's simulation; results do not change "
+                      "(default: the cores left to each policy by -j and runtime.threads)")
+      ->check(CLI::Range(1, 1024));
+  run_cmd->add_flag("--cost", options.cost,
+                    "print each policy's real time against the time of its workers' LibTorch steps (the overhead)");
   run_cmd->add_option("--link-bucket", link_bucket, "time bucket of links.csv, e.g. '10 s' (default: the scenario's)");
   run_cmd->add_flag("--no-progress", no_progress, "no live progress lines (never shown off a terminal or in CI)");
   run_cmd->add_flag("--force", options.recompute,

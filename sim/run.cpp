@@ -20,6 +20,7 @@
 #include <sstream>
 #include <thread>
 
+#include "algorithms/torch_time.hpp"
 #include "report/output_file.hpp"
 #include "report/run_folder.hpp"
 #include "report/stop_signals.hpp"
@@ -35,8 +36,10 @@ namespace {
 
 // The child: simulate, write, report steps on `progress_fd` ("<step> <time_s>\n", at most 5 a second),
 // and leave without running the parent's destructors (the parent's StagedFolders are its own).
-[[noreturn]] void child(const PlannedRun& task, const std::string& dir, int progress_fd) {
+[[noreturn]] void child(const PlannedRun& task, const std::string& dir, int progress_fd, int step_threads,
+                        bool cost) {
   int code = 0;
+  const Clock::time_point started = Clock::now();
   try {
     const Scenario& scenario = task.point->scenario;
     write_text_file(dir + "/resolved.yaml",
@@ -44,13 +47,24 @@ namespace {
     write_text_file(dir + "/" + kScenarioHashFile, task.hash + "\n");
     const int64_t steps = scenario.train.steps;
     Clock::time_point last = Clock::now() - std::chrono::seconds(1);
-    simulate_policy(scenario, *task.policy, dir, [&](int64_t step, double time_s) {
+    simulate_policy(scenario, *task.policy, dir, step_threads, [&](int64_t step, double time_s) {
       if (step < steps && Clock::now() - last < std::chrono::milliseconds(200)) return;
       last = Clock::now();
       char line[64];
       const int n = std::snprintf(line, sizeof line, "%lld %.9g\n", static_cast<long long>(step), time_s);
       if (write(progress_fd, line, static_cast<size_t>(n)) < 0) return;  // the parent stopped listening: carry on
     });
+    if (cost) {  // the whole child (loading, simulating, writing) against its LibTorch work
+      const TorchTime& t = torch_time();
+      const double all_s = std::chrono::duration<double>(Clock::now() - started).count();
+      const double steps_s = t.steps_ns * 1e-9, optimizer_s = t.optimizer_ns * 1e-9, eval_s = t.eval_ns * 1e-9;
+      // Steps on a pool overlap: their wall time is at least their sum over the threads.
+      const double torch_s = steps_s / step_threads + optimizer_s + eval_s;
+      std::printf("cost %s: %.3f s in all; LibTorch: steps %.3f s (on %d thread%s), optimizer %.3f s, "
+                  "evaluation %.3f s; overhead %.3fx\n",
+                  task.name.c_str(), all_s, steps_s, step_threads, step_threads == 1 ? "" : "s", optimizer_s, eval_s,
+                  torch_s > 0 ? all_s / torch_s : 0.0);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "locosim: policy %s failed: %s\n", task.policy->label.c_str(), e.what());
     code = 1;
@@ -106,6 +120,13 @@ void stop_all(std::map<pid_t, Running>& running) {
 // Interrupted (after stopping the children and removing their folders) on SIGINT, SIGTERM or SIGHUP.
 void run_tasks(const std::vector<const PlannedRun*>& tasks, const RunOptions& options) {
   const int jobs = effective_jobs(options);
+  // Each running policy gets its share of the cores for its workers' steps, each step using
+  // runtime.threads of them; --step-threads overrides.
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int at_once = std::max(1, std::min(jobs, static_cast<int>(tasks.size())));
+  auto step_threads = [&](const Scenario& scenario) {
+    return options.step_threads > 0 ? options.step_threads : std::max(1, cores / at_once / scenario.threads);
+  };
   size_t name_width = 6;
   for (const PlannedRun* t : tasks) name_width = std::max(name_width, t->name.size());
 
@@ -130,7 +151,7 @@ void run_tasks(const std::vector<const PlannedRun*>& tasks, const RunOptions& op
         if (pid == 0) {
           StopSignals::child_defaults(parent);
           close(fds[0]);
-          child(t, staged->path().string(), fds[1]);
+          child(t, staged->path().string(), fds[1], step_threads(t.point->scenario), options.cost);
         }
         close(fds[1]);
         fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);

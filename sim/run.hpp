@@ -32,6 +32,9 @@ struct RunOptions {
   std::string output_root = "runs";
   std::vector<std::string> only_labels;  // empty: every policy
   int jobs = 0;                          // policies simulated at once; 0: one per core
+  bool cost = false;                     // print each policy's real time against its LibTorch steps' time
+  int step_threads = 0;                  // workers' real steps run at once in each simulation (sim/step_pool.hpp);
+                                         // 0: the cores left to each running policy by jobs and runtime.threads
   bool live_progress = false;            // redraw a line per running policy (the CLI: on a terminal only)
   bool recompute = false;                // run even what a finished run folder already holds
   RunShard shard;                           // the part of the plan to run; {0, 1}: all of it

@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "algorithms/torch_time.hpp"
 #include "sim/collectives.hpp"
+#include "sim/step_pool.hpp"
 
 namespace sg4 = simgrid::s4u;
 
@@ -61,9 +63,17 @@ double SimTransport::now_s() const { return sg4::Engine::get_clock(); }
 
 void SimTransport::compute(double flops, const std::function<void()>& work) {
   const double start = now_s();
-  if (!world_.timing_only) work();   // the real step: takes no simulated time
+  // The real step takes no simulated time: it runs first, or on the pool during the simulated compute.
+  const std::function<void()> timed = [&] {
+    TorchTimer timer(torch_time().steps_ns);
+    work();
+  };
+  const bool pooled = world_.pool && !world_.timing_only;
+  if (!pooled && !world_.timing_only) timed();
+  StepPool::Ticket step = pooled ? world_.pool->run(timed) : StepPool::Ticket();
   activity_ = "computing since " + g(start) + " s";
   sg4::this_actor::execute(flops);   // its simulated duration: flops / host speed (its speed profile)
+  step.wait();
   activity_.clear();
   world_.recorder->event({rank_, EventKind::compute, start, now_s(), 0, -1});
 }

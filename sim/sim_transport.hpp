@@ -34,6 +34,8 @@ struct SimCollective {
   bool complete() const { return arrived == members.size() && sides_done == flows.size(); }
 };
 
+class StepPool;
+
 // What the workers of one simulated run share (all actors run on one thread: no locks).
 struct SimWorld {
   std::vector<simgrid::s4u::Host*> hosts;  // by rank
@@ -52,6 +54,9 @@ struct SimWorld {
   // bytes but keep no contributions and compute no mean (the policies' tensors are on the meta
   // device); all-gathers still hand over what was sent (a timed round's step counts).
   bool timing_only = false;
+  // Where the workers' real steps run while their simulated compute goes on; null: in the actor,
+  // before the simulated compute (sim/step_pool.hpp).
+  StepPool* pool = nullptr;
   std::map<uint64_t, SimCollective> in_flight;  // by sequence number, the same on every member
 
   // The parameter server of asynchronous policies (Transport::push_pull): on the relay, or on rank 0's

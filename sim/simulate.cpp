@@ -14,6 +14,7 @@
 #include "sim/membership.hpp"
 #include "sim/platform.hpp"
 #include "sim/sim_transport.hpp"
+#include "sim/step_pool.hpp"
 #include "sim/world.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -38,7 +39,7 @@ TinyLlama copy_of(const TinyLlama& reference, const LlamaConfig& cfg) {
 
 }  // namespace
 
-void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const std::string& dir,
+void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const std::string& dir, int step_threads,
                      const ProgressFn& progress) {
   int argc = 1;
   char program[] = "locosim";
@@ -68,6 +69,9 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   world.sites = site_groups(scenario.platform);
   world.failure_timeout_s = scenario.world.failure_timeout_s;
   world.timing_only = scenario.timing_only;
+  std::unique_ptr<StepPool> pool;  // finishes every step handed to it before it goes
+  if (step_threads > 1 && !scenario.timing_only) pool = std::make_unique<StepPool>(step_threads);
+  world.pool = pool.get();
   const int world_size = scenario.world_size();
   std::vector<SimWorker> workers(world_size);
   for (int rank = 0; rank < world_size; ++rank) {
