@@ -88,20 +88,21 @@ void SimTransport::rejoin(uint64_t next) {
 // The algorithms change only time and bytes: the numbers are mean_in_rank_order (all-reduce) or the
 // contributions themselves (all-gather) whichever flows carry them, so results are bit-identical
 // across the choices.
-CollectiveFlows SimTransport::all_reduce_flows(const std::vector<int>& members, double bytes) const {
+CollectiveFlows SimTransport::all_reduce_flows(const Members& shared, double bytes) const {
+  const std::vector<int>& members = *shared;  // the lambdas hold `shared`: one copy for all sides
   const int rank = rank_, relay = world_size();
   Recorder* recorder = world_.recorder;
   const std::vector<sg4::Host*>* hosts = &world_.hosts;
   switch (world_.collectives.all_reduce) {
     case AllReduceAlgorithm::ring:
       if (world_.collectives.aggregated) {
-        return {[=](const std::string& tag) { ring_all_reduce_aggregated(rank, members, *hosts, tag, bytes, *recorder); },
+        return {[=](const std::string& tag) { ring_all_reduce_aggregated(rank, *shared, *hosts, tag, bytes, *recorder); },
                 {}};
       }
-      return {[=](const std::string& tag) { ring_all_reduce_flows(rank, members, tag, bytes, *recorder); }, {}};
+      return {[=](const std::string& tag) { ring_all_reduce_flows(rank, *shared, tag, bytes, *recorder); }, {}};
     case AllReduceAlgorithm::relay:
-      return {[=](const std::string& tag) { relay_all_reduce_flows(rank, members, relay, tag, bytes, *recorder); },
-              [=](const std::string& tag) { relay_all_reduce_serve(members, relay, tag, bytes, *recorder); }};
+      return {[=](const std::string& tag) { relay_all_reduce_flows(rank, *shared, relay, tag, bytes, *recorder); },
+              [=](const std::string& tag) { relay_all_reduce_serve(*shared, relay, tag, bytes, *recorder); }};
     case AllReduceAlgorithm::hierarchical: {
       if (world_.sites.empty()) throw std::logic_error("SimTransport: hierarchical all-reduce needs SimWorld::sites");
       std::vector<std::vector<int>> sites;  // the members of each site; a site with none drops out
@@ -118,33 +119,33 @@ CollectiveFlows SimTransport::all_reduce_flows(const std::vector<int>& members, 
   throw std::logic_error("SimTransport: unknown all-reduce algorithm");
 }
 
-CollectiveFlows SimTransport::all_gather_flows(const std::vector<int>& members, double bytes) const {
+CollectiveFlows SimTransport::all_gather_flows(const Members& shared, double bytes) const {
   const int rank = rank_, relay = world_size();
   Recorder* recorder = world_.recorder;
   const std::vector<sg4::Host*>* hosts = &world_.hosts;
   if (world_.collectives.aggregated) {
     switch (world_.collectives.all_gather) {
       case AllGatherAlgorithm::mesh:
-        return {[=](const std::string& tag) { mesh_all_gather_aggregated(rank, members, *hosts, tag, bytes, *recorder); },
+        return {[=](const std::string& tag) { mesh_all_gather_aggregated(rank, *shared, *hosts, tag, bytes, *recorder); },
                 {}};
       case AllGatherAlgorithm::ring:
-        return {[=](const std::string& tag) { ring_all_gather_aggregated(rank, members, *hosts, tag, bytes, *recorder); },
+        return {[=](const std::string& tag) { ring_all_gather_aggregated(rank, *shared, *hosts, tag, bytes, *recorder); },
                 {}};
       case AllGatherAlgorithm::relay:
         return {[=](const std::string& tag) {
-                  relay_all_gather_aggregated(rank, members, relay, tag, bytes, *recorder);
+                  relay_all_gather_aggregated(rank, *shared, relay, tag, bytes, *recorder);
                 },
-                [=](const std::string& tag) { relay_all_gather_aggregated_serve(members, relay, tag, bytes, *recorder); }};
+                [=](const std::string& tag) { relay_all_gather_aggregated_serve(*shared, relay, tag, bytes, *recorder); }};
     }
   }
   switch (world_.collectives.all_gather) {
     case AllGatherAlgorithm::mesh:
-      return {[=](const std::string& tag) { mesh_all_gather_flows(rank, members, tag, bytes, *recorder); }, {}};
+      return {[=](const std::string& tag) { mesh_all_gather_flows(rank, *shared, tag, bytes, *recorder); }, {}};
     case AllGatherAlgorithm::ring:
-      return {[=](const std::string& tag) { ring_all_gather_flows(rank, members, tag, bytes, *recorder); }, {}};
+      return {[=](const std::string& tag) { ring_all_gather_flows(rank, *shared, tag, bytes, *recorder); }, {}};
     case AllGatherAlgorithm::relay:
-      return {[=](const std::string& tag) { relay_all_gather_flows(rank, members, relay, tag, bytes, *recorder); },
-              [=](const std::string& tag) { relay_all_gather_serve(members, relay, tag, bytes, *recorder); }};
+      return {[=](const std::string& tag) { relay_all_gather_flows(rank, *shared, relay, tag, bytes, *recorder); },
+              [=](const std::string& tag) { relay_all_gather_serve(*shared, relay, tag, bytes, *recorder); }};
   }
   throw std::logic_error("SimTransport: unknown all-gather algorithm");
 }
@@ -168,7 +169,7 @@ static sg4::ActorPtr run_side(SimWorld& world, uint64_t seq, const std::string& 
 }
 
 uint64_t SimTransport::start(std::vector<torch::Tensor> mine, const std::string& what,
-                             const std::function<CollectiveFlows(const std::vector<int>&)>& flows_for) {
+                             const std::function<CollectiveFlows(const Members&)>& flows_for) {
   const uint64_t seq = next_seq_++;
   const std::string tag = "collective-" + std::to_string(seq);
   started_[seq] = what;
@@ -177,16 +178,17 @@ uint64_t SimTransport::start(std::vector<torch::Tensor> mine, const std::string&
   if (first) {
     c.contributions.resize(world_size());
     c.members = world_.members();
+    c.shared_members = std::make_shared<const std::vector<int>>(c.members);
     c.unread = std::set<int>(c.members.begin(), c.members.end());
   }
-  if (std::find(c.members.begin(), c.members.end(), rank_) == c.members.end()) {
+  if (!std::binary_search(c.members.begin(), c.members.end(), rank_)) {  // members are in rank order
     throw std::logic_error("SimTransport: rank " + std::to_string(rank_) + " called collective " +
                            std::to_string(seq) + " it is not a member of");
   }
   c.contributions[rank_] = std::move(mine);
   ++c.arrived;
   if (c.failed) return seq;  // a member was lost before this one arrived: no flows, it fails
-  CollectiveFlows flows = flows_for(c.members);
+  CollectiveFlows flows = flows_for(c.shared_members);
   if (first && flows.relay_side) {  // the relay must be listening from the first arrival on
     if (!world_.relay) throw std::logic_error("SimTransport: a relay algorithm needs SimWorld::relay");
     run_side(world_, seq, tag + "-relay", world_.relay, std::move(flows.relay_side), tag);
@@ -241,7 +243,7 @@ Pending SimTransport::all_reduce_mean(std::vector<torch::Tensor>& xs, Wire w) {
   }
   const double bytes = wire_bytes(xs, w.format) * w.scale;
   const uint64_t seq = start(std::move(mine), "all_reduce of " + g(bytes) + " bytes per rank",
-                             [&](const std::vector<int>& members) { return all_reduce_flows(members, bytes); });
+                             [&](const Members& members) { return all_reduce_flows(members, bytes); });
   return Pending([this, seq, &xs, format = w.format] {
     return finish(
         seq,
@@ -259,7 +261,7 @@ Pending SimTransport::all_gather(const std::vector<torch::Tensor>& mine, double 
   std::vector<torch::Tensor> copy;
   for (const auto& x : mine) copy.push_back(x.detach().clone());
   const uint64_t seq = start(std::move(copy), "all_gather of " + g(bytes) + " bytes per rank",
-                             [&](const std::vector<int>& members) { return all_gather_flows(members, bytes); });
+                             [&](const Members& members) { return all_gather_flows(members, bytes); });
   return Pending([this, seq, &out] {
     return finish(
         seq, [&](SimCollective& c) { out = gathered_copy(c.contributions); },

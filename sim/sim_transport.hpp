@@ -20,6 +20,7 @@ namespace locosim {
 // A collective in flight: its members, each member's contribution, the mean once computed.
 struct SimCollective {
   std::vector<int> members;                                // fixed by the first member to arrive
+  std::shared_ptr<const std::vector<int>> shared_members;  // the same, for the sides' flows (no copy per side)
   std::vector<std::vector<torch::Tensor>> contributions;   // by rank; empty for a non-member
   std::vector<aid_t> flows;                                // the helper actors carrying it
   size_t arrived = 0;                                      // members that called it
@@ -107,13 +108,14 @@ class SimTransport : public Transport {
  private:
   // The flows of the chosen algorithm for a payload of `bytes` per rank among `members`: the one
   // place that reads world_.collectives.
-  CollectiveFlows all_reduce_flows(const std::vector<int>& members, double bytes) const;
-  CollectiveFlows all_gather_flows(const std::vector<int>& members, double bytes) const;
+  using Members = std::shared_ptr<const std::vector<int>>;
+  CollectiveFlows all_reduce_flows(const Members& members, double bytes) const;
+  CollectiveFlows all_gather_flows(const Members& members, double bytes) const;
   // Deposits this rank's contribution to the next collective (the first member to arrive fixes its
   // members and starts the relay's side) and starts this rank's side of its flows in a helper actor
   // on this rank's host; returns the sequence number.
   uint64_t start(std::vector<torch::Tensor> mine, const std::string& what,
-                 const std::function<CollectiveFlows(const std::vector<int>&)>& flows);
+                 const std::function<CollectiveFlows(const Members&)>& flows);
   // Joins this rank's helper actor (recording the wait); on success lets `read` take the result,
   // on failure lets `salvage` take what it can after the failure timeout. Returns whether it completed.
   bool finish(uint64_t seq, const std::function<void(SimCollective&)>& read,
