@@ -50,6 +50,24 @@ struct TestEngine {
 
 int payload = 0;  // what travels is irrelevant: only the simulated size counts
 
+// SimGrid's route from endpoint i to endpoint j (hosts, then the relay) is route_link_names(spec, i, j),
+// and its latency the sum of its links'.
+void check_route(const PlatformSpec& spec, size_t i, sg4::Host* from, size_t j, sg4::Host* to) {
+  CAPTURE(i);
+  CAPTURE(j);
+  std::vector<sg4::Link*> links;
+  double latency_s = 0;
+  from->route_to(to, links, &latency_s);
+  std::vector<std::string> names;
+  double expected_latency_s = 0;
+  for (const auto* l : links) {
+    names.push_back(l->get_name());
+    expected_latency_s += l->get_latency();
+  }
+  CHECK(names == locosim::route_link_names(spec, i, j));
+  CHECK(latency_s == doctest::Approx(expected_latency_s));
+}
+
 }  // namespace
 
 TEST_CASE("sim platform: a lone transfer takes bytes/bandwidth + latency in both directions") {
@@ -176,19 +194,7 @@ TEST_CASE("sim platform: SimGrid hosts, links and routes match the spec") {
   for (size_t i = 0; i < spec.hosts.size(); ++i) {
     for (size_t j = 0; j < spec.hosts.size(); ++j) {
       if (i == j) continue;
-      CAPTURE(spec.hosts[i].name);
-      CAPTURE(spec.hosts[j].name);
-      std::vector<sg4::Link*> links;
-      double latency_s = 0;
-      built.hosts[i]->route_to(built.hosts[j], links, &latency_s);
-      std::vector<std::string> names;
-      double expected_latency_s = 0;
-      for (const auto* l : links) {
-        names.push_back(l->get_name());
-        expected_latency_s += l->get_latency();
-      }
-      CHECK(names == locosim::route_link_names(spec, i, j));
-      CHECK(latency_s == doctest::Approx(expected_latency_s));
+      check_route(spec, i, built.hosts[i], j, built.hosts[j]);
     }
   }
 }
@@ -259,12 +265,7 @@ TEST_CASE("sim platform: the relay is a SimGrid host with routes to and from eve
   for (size_t i = 0; i < endpoints.size(); ++i) {
     for (size_t j = 0; j < endpoints.size(); ++j) {
       if (i == j) continue;
-      std::vector<sg4::Link*> links;
-      double latency_s = 0;
-      endpoints[i]->route_to(endpoints[j], links, &latency_s);
-      std::vector<std::string> names;
-      for (const auto* l : links) names.push_back(l->get_name());
-      CHECK(names == locosim::route_link_names(spec, i, j));
+      check_route(spec, i, endpoints[i], j, endpoints[j]);
     }
   }
 
@@ -357,19 +358,5 @@ TEST_CASE("sim platform: 10 000 hosts and a relay build, with every route kind a
   const std::vector<std::pair<size_t, size_t>> pairs = {
       {0, 5999}, {5999, 0},    {17, 6000}, {6000, 17},   {6000, 7999}, {7999, 6001}, {6000, 8000},
       {9999, 7000}, {0, relay}, {relay, 0}, {relay, 9999}, {8123, relay}};
-  for (const auto& [i, j] : pairs) {
-    CAPTURE(i);
-    CAPTURE(j);
-    std::vector<sg4::Link*> links;
-    double latency_s = 0;
-    endpoint(i)->route_to(endpoint(j), links, &latency_s);
-    std::vector<std::string> names;
-    double expected_latency_s = 0;
-    for (const auto* l : links) {
-      names.push_back(l->get_name());
-      expected_latency_s += l->get_latency();
-    }
-    CHECK(names == locosim::route_link_names(spec, i, j));
-    CHECK(latency_s == doctest::Approx(expected_latency_s));
-  }
+  for (const auto& [i, j] : pairs) check_route(spec, i, endpoint(i), j, endpoint(j));
 }

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <sys/wait.h>
@@ -46,6 +47,13 @@ std::string replaced(std::string text, const std::string& from, const std::strin
   size_t at = text.find(from);
   REQUIRE_MESSAGE(at != std::string::npos, "test setup: '" << from << "' not in the scenario");
   return text.replace(at, from.size(), to);
+}
+
+std::string portable_scenario(const std::string& text) {
+  const std::string tests = fs::absolute("scenarios/tests").string();
+  std::string out = replaced(text, "path: kjv", "path: corpus.txt");
+  out = std::regex_replace(out, std::regex("\\.\\./\\.\\./platforms/"), fs::absolute("platforms").string() + "/");
+  return std::regex_replace(out, std::regex("traces/"), tests + "/traces/");
 }
 
 std::string scratch_dir(const std::string& name) {

@@ -25,6 +25,11 @@ void write_corpus(const std::string& path, size_t bytes);
 void write_file(const std::string& path, const std::string& text);
 // `text` with the first `from` replaced by `to`; fails the test if `from` is not in it.
 std::string replaced(std::string text, const std::string& from, const std::string& to);
+
+// `text` of a scenario under scenarios/tests/ (using the kjv corpus), made to run from a scratch
+// folder: corpus.txt there instead, the repository's platforms and traces by absolute path.
+// Call from the repository root (ctest's working directory).
+std::string portable_scenario(const std::string& text);
 std::string read_file(const std::string& path);
 
 // The scenario every CLI test starts from: 2 workers on an inline asymmetric platform, the tiny

@@ -2,7 +2,6 @@
 // every policy's run folder is byte-identical with the workers' steps run one after another and on a
 // pool of threads, on a static world and on a changing one (hosts lost in the middle of a step).
 #include <filesystem>
-#include <regex>
 
 #include "tests/cli_util.hpp"
 #include "tests/doctest_torch.hpp"
@@ -12,21 +11,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// `text` of a scenario under scenarios/tests/, made to run from a scratch folder: its own corpus and
-// the repository's files (platforms, traces) by absolute path.
-std::string portable(const std::string& text) {
-  const std::string tests = fs::absolute("scenarios/tests").string();
-  std::string out = replaced(text, "path: kjv", "path: corpus.txt");
-  out = std::regex_replace(out, std::regex("\\.\\./\\.\\./platforms/"), fs::absolute("platforms").string() + "/");
-  return std::regex_replace(out, std::regex("traces/"), tests + "/traces/");
-}
-
 // Runs `scenario_file` with --step-threads 1 and 3 (more threads than workers computing at once
 // on some steps, fewer on others) and checks that the two run folders hold the same files, byte for byte.
 void check_pool_changes_nothing(const std::string& name, const std::string& scenario_file) {
   const std::string dir = scratch_dir(name);
   write_corpus(dir + "/corpus.txt", 60000);
-  write_file(dir + "/s.yaml", portable(read_file(scenario_file)));
+  write_file(dir + "/s.yaml", portable_scenario(read_file(scenario_file)));
   for (const char* threads : {"1", "3"}) {
     CliResult r = run_locosim(std::string("run s.yaml -j 2 --step-threads ") + threads + " -o runs-" + threads, dir);
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);

@@ -16,21 +16,12 @@ namespace {
 // Every policy of scenarios/tests/timing-small.yaml, by label.
 const char* kLabels[] = {"ddp", "diloco", "streaming_diloco", "fedavg", "demo", "co2", "diloco_timed", "async_diloco"};
 
-// `text` of a scenario under scenarios/tests/, made to run from a scratch folder: its own corpus and
-// the repository's files (platforms, traces) by absolute path.
-std::string portable(const std::string& text) {
-  const std::string tests = fs::absolute("scenarios/tests").string();
-  std::string out = replaced(text, "path: kjv", "path: corpus.txt");
-  out = std::regex_replace(out, std::regex("\\.\\./\\.\\./platforms/"), fs::absolute("platforms").string() + "/");
-  return std::regex_replace(out, std::regex("traces/"), tests + "/traces/");
-}
-
 // Runs the scenario twice in one scratch folder, full and timing-only (same name: the two runs' folders
 // sit under runs/full and runs/none). Returns the folder.
 std::string run_both(const std::string& name, const std::string& scenario_file) {
   const std::string dir = scratch_dir(name);
   write_corpus(dir + "/corpus.txt", 60000);
-  const std::string scenario = portable(read_file(scenario_file));
+  const std::string scenario = portable_scenario(read_file(scenario_file));
   write_file(dir + "/full.yaml", scenario);
   write_file(dir + "/none.yaml", replaced(scenario, "\nseed:", "\nnumerics: none\nseed:"));
   for (const char* mode : {"full", "none"}) {
