@@ -73,6 +73,12 @@ TEST_CASE("cli: malformed scenarios each give their specific message, exit 2, an
       {"peak of 1e-10 FLOPS", "peak: 100 TFLOPS", "peak: 1e-10 FLOPS",
        "accelerators.gpu.peak: must be in [1000000000, 1e+19] FLOP/s, got '1e-10 FLOPS'"},
       {"efficiency near zero", "efficiency: 0.4", "efficiency: 1e-300", "efficiency: must be in [0.001, 1]"},
+      // the choices of timing-only and swarm-scale runs
+      {"unknown numerics", "policies:\n", "numerics: some\npolicies:\n", "numerics: must be one of: full, none; got 'some'"},
+      {"unknown flows", "policies:\n", "network: {flows: approximate}\npolicies:\n",
+       "network.flows: must be one of: exact, aggregated; got 'approximate'"},
+      {"unknown trace detail", "policies:\n", "report: {trace: all}\npolicies:\n",
+       "report.trace: must be one of: messages, collectives, none; got 'all'"},
       {"link bucket of 1 ns", "policies:\n", "report: {link_bucket: 1 ns}\npolicies:\n",
        "report.link_bucket: must be in [0.001, 1000000000] s"},
       {"co2 penalty near zero", "{name: diloco, inner_steps: 4}", "{name: co2, inner_steps: 4, gap_penalty: 1e-300}",

@@ -3,7 +3,9 @@
 // events.csv — per span, per worker and per link.
 #include "report/trace.hpp"
 
+#include <sys/wait.h>
 #include <torch/utils.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -193,4 +195,50 @@ TEST_CASE("trace: overlapping spans of one kind get tracks of their own, nested 
   CHECK(thread[{1, send_tid[100]}] == "send");
   CHECK(thread[{1, send_tid[300]}] == "send 2");
   CHECK(thread.size() == 5);  // worker 0: compute/wait, send, send 2; worker 1: recv; relay: recv
+}
+
+TEST_CASE("trace: report.trace collectives drops the message spans and keeps the rest, none writes no trace") {
+  torch::set_num_threads(1);
+  namespace fs = std::filesystem;
+  const std::string dir = testing::tiny_scenario_dir("trace-detail");
+  std::map<std::string, std::map<std::string, int>> spans;  // by detail, by span name
+  for (const std::string detail : {"messages", "collectives", "none"}) {
+    testing::write_text(dir + "/" + detail + ".yaml",
+                        testing::tiny_scenario_yaml("report: {trace: " + detail + "}\n"));
+    const Scenario scenario = load_scenario(dir + "/" + detail + ".yaml");
+    const std::string out = dir + "/" + detail;
+    fs::create_directories(out);
+    const pid_t child = fork();  // a process per run: SimGrid allows one Engine per process
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      try {
+        simulate_policy(scenario, scenario.policies.at(1), out);  // diloco
+      } catch (...) {
+        std::_Exit(1);
+      }
+      std::_Exit(0);
+    }
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    CHECK(fs::exists(out + "/events.csv"));
+    if (detail == "none") {
+      CHECK(!fs::exists(out + "/trace.json"));
+      continue;
+    }
+    const json trace = read_json(out + "/trace.json");
+    for (const json& e : trace["traceEvents"]) {
+      if (e["ph"] == "X") ++spans[detail][e["name"].get<std::string>()];
+    }
+  }
+  CHECK(spans["messages"]["send"] > 0);
+  CHECK(spans["messages"]["recv"] > 0);
+  CHECK(spans["collectives"].count("send") == 0);
+  CHECK(spans["collectives"].count("recv") == 0);
+  for (const char* kept : {"compute", "wait"}) {
+    CAPTURE(kept);
+    CHECK(spans["collectives"][kept] > 0);
+    CHECK(spans["collectives"][kept] == spans["messages"][kept]);
+  }
 }
