@@ -76,12 +76,14 @@ std::string seconds(double s) {
   return buf;
 }
 
-// A scratch folder with corpus.txt and s.yaml: the faults scenario plus `world` (YAML, may be empty).
-std::string faults_dir(const std::string& name, const std::string& world) {
+// A scratch folder with corpus.txt and s.yaml: the faults scenario plus `world` (YAML, may be empty),
+// its collectives' flows `flows` (exact or aggregated).
+std::string faults_dir(const std::string& name, const std::string& world, const std::string& flows = "exact") {
   const std::string dir = scratch_dir(name);
   write_corpus(dir + "/corpus.txt", 60000);
-  const std::string scenario = read_file("scenarios/tests/faults-small.yaml");
-  write_file(dir + "/s.yaml", replaced(scenario, "path: kjv", "path: corpus.txt") + world);
+  std::string scenario = replaced(read_file("scenarios/tests/faults-small.yaml"), "path: kjv", "path: corpus.txt");
+  scenario = replaced(scenario, "all_gather: ring}", "all_gather: ring, flows: " + flows + "}");
+  write_file(dir + "/s.yaml", scenario + world);
   return dir;
 }
 
@@ -120,8 +122,9 @@ double middle_of_longest_send(const std::string& policy) {
 }
 
 // Runs `policy` alone on the faults scenario with `world`; checks it finished with a finite loss.
-std::string run_with(const std::string& name, const std::string& policy, const std::string& world) {
-  const std::string dir = faults_dir(name + "-" + policy, world);
+std::string run_with(const std::string& name, const std::string& policy, const std::string& world,
+                     const std::string& flows = "exact") {
+  const std::string dir = faults_dir(name + "-" + policy, world, flows);
   CliResult r = run_locosim("run s.yaml --policy " + policy, dir);
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   const std::string json = read_file(run_dir(dir, policy) + "/summary.json");
@@ -149,6 +152,21 @@ TEST_CASE("world: every policy finishes with a finite loss when a host is lost i
     CHECK(away);
     CHECK(discarded);
     // The survivors' collectives ran among themselves: no flow to or from worker 1 after it was lost.
+    for (const Event& e : events_of(out + "/events.csv")) {
+      if (e.worker != 1 && (e.kind == "send" || e.kind == "recv") && e.peer == 1) CHECK(e.start_s < at);
+    }
+  }
+}
+
+TEST_CASE("world: with aggregated flows, a host lost in the middle of a collective leaves the others to finish") {
+  // An aggregated ring waits at a barrier for all its members: a lost member must fail it for all.
+  for (const std::string policy : kPolicies) {
+    CAPTURE(policy);
+    const double at = middle_of_longest_send(policy);
+    const std::string out = run_with("aggregated-mid-collective", policy,
+                                     "world:\n  events:\n    - {host: w-1, at: " + seconds(at) + ", state: off}\n",
+                                     "aggregated");
+    CHECK(json_number(read_file(out + "/summary.json"), "workers_lost") == 1);
     for (const Event& e : events_of(out + "/events.csv")) {
       if (e.worker != 1 && (e.kind == "send" || e.kind == "recv") && e.peer == 1) CHECK(e.start_s < at);
     }
