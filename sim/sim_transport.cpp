@@ -71,10 +71,10 @@ void SimTransport::compute(double flops, const std::function<void()>& work) {
   const bool pooled = world_.pool && !world_.timing_only;
   if (!pooled && !world_.timing_only) timed();
   StepPool::Ticket step = pooled ? world_.pool->run(timed) : StepPool::Ticket();
-  activity_ = "computing since " + g(start) + " s";
+  computing_since_s_ = start;
   sg4::this_actor::execute(flops);   // its simulated duration: flops / host speed (its speed profile)
   step.wait();
-  activity_.clear();
+  computing_since_s_ = -1;
   world_.recorder->event({rank_, EventKind::compute, start, now_s(), 0, -1});
 }
 
@@ -82,7 +82,20 @@ void SimTransport::rejoin(uint64_t next) {
   next_seq_ = next;
   started_.clear();
   helpers_.clear();
-  activity_.clear();
+  computing_since_s_ = waiting_since_s_ = -1;
+  doing_ = nullptr;
+}
+
+std::string SimTransport::activity() const {
+  if (computing_since_s_ >= 0) return "computing since " + g(computing_since_s_) + " s";
+  if (waiting_since_s_ >= 0) {
+    const auto it = started_.find(waiting_for_);
+    const std::string what =
+        it == started_.end() ? "" : std::string(it->second.what) + " of " + g(it->second.bytes) + " bytes per rank";
+    return "waiting since " + g(waiting_since_s_) + " s for collective " + std::to_string(waiting_for_) + " (" + what +
+           ")";
+  }
+  return doing_ ? doing_ : "";
 }
 
 // The algorithms change only time and bytes: the numbers are mean_in_rank_order (all-reduce) or the
@@ -168,11 +181,11 @@ static sg4::ActorPtr run_side(SimWorld& world, uint64_t seq, const std::string& 
   return actor;
 }
 
-uint64_t SimTransport::start(std::vector<torch::Tensor> mine, const std::string& what,
+uint64_t SimTransport::start(std::vector<torch::Tensor> mine, const char* what, double bytes,
                              const std::function<CollectiveFlows(const Members&)>& flows_for) {
   const uint64_t seq = next_seq_++;
   const std::string tag = "collective-" + std::to_string(seq);
-  started_[seq] = what;
+  started_[seq] = {what, bytes};
   SimCollective& c = world_.in_flight[seq];
   const bool first = c.contributions.empty();
   if (first) {
@@ -201,7 +214,8 @@ uint64_t SimTransport::start(std::vector<torch::Tensor> mine, const std::string&
 bool SimTransport::finish(uint64_t seq, const std::function<void(SimCollective&)>& read,
                           const std::function<void(SimCollective&)>& salvage) {
   const double start = now_s();
-  activity_ = "waiting since " + g(start) + " s for collective " + std::to_string(seq) + " (" + started_[seq] + ")";
+  waiting_since_s_ = start;
+  waiting_for_ = seq;
   if (auto helper = helpers_.find(seq); helper != helpers_.end()) {
     helper->second->join();
     helpers_.erase(helper);
@@ -221,7 +235,7 @@ bool SimTransport::finish(uint64_t seq, const std::function<void(SimCollective&)
     sg4::this_actor::sleep_until(std::max(c->failed_at_s, start) + world_.failure_timeout_s);
     c = &world_.in_flight.at(seq);
   }
-  activity_.clear();
+  waiting_since_s_ = -1;
   started_.erase(seq);
   if (now_s() > start) world_.recorder->event({rank_, EventKind::wait, start, now_s(), 0, -1});
   const bool completed = !c->failed;
@@ -242,7 +256,7 @@ Pending SimTransport::all_reduce_mean(std::vector<torch::Tensor>& xs, Wire w) {
     for (const auto& x : xs) mine.push_back(through_wire(x.detach(), w.format));
   }
   const double bytes = wire_bytes(xs, w.format) * w.scale;
-  const uint64_t seq = start(std::move(mine), "all_reduce of " + g(bytes) + " bytes per rank",
+  const uint64_t seq = start(std::move(mine), "all_reduce", bytes,
                              [&](const Members& members) { return all_reduce_flows(members, bytes); });
   return Pending([this, seq, &xs, format = w.format] {
     return finish(
@@ -260,7 +274,7 @@ Pending SimTransport::all_gather(const std::vector<torch::Tensor>& mine, double 
                                  std::vector<std::vector<torch::Tensor>>& out) {
   std::vector<torch::Tensor> copy;
   for (const auto& x : mine) copy.push_back(x.detach().clone());
-  const uint64_t seq = start(std::move(copy), "all_gather of " + g(bytes) + " bytes per rank",
+  const uint64_t seq = start(std::move(copy), "all_gather", bytes,
                              [&](const Members& members) { return all_gather_flows(members, bytes); });
   return Pending([this, seq, &out] {
     return finish(
@@ -318,9 +332,9 @@ bool SimTransport::push_pull(const std::vector<torch::Tensor>& up, std::vector<t
   sg4::Host* server_host = world_.relay ? world_.relay : world_.hosts[0];
   Recorder* recorder = world_.recorder;
   const std::string tag = "push-" + std::to_string(rank_) + "-" + std::to_string(pushes_++);
-  activity_ = "pushing to the server";
+  doing_ = "pushing to the server";
   if (server != rank_ && !transfer(rank_, rank_, server, server_host, tag + "/up", exchange.up_bytes, *recorder)) {
-    activity_.clear();
+    doing_ = nullptr;
     return false;
   }
 
@@ -337,7 +351,7 @@ bool SimTransport::push_pull(const std::vector<torch::Tensor>& up, std::vector<t
   world_.window.add(rank_, std::move(copy));
   size_t training = 0;
   for (int r : world_.members()) training += world_.window.stopped(r) ? 0 : 1;
-  activity_ = "waiting for the server's window to close";
+  doing_ = "waiting for the server's window to close";
   if (world_.window.size() >= training) {
     close_window();
   } else {
@@ -352,12 +366,12 @@ bool SimTransport::push_pull(const std::vector<torch::Tensor>& up, std::vector<t
   if (now_s() > at) recorder->event({rank_, EventKind::wait, at, now_s(), 0, -1});
   std::vector<torch::Tensor> reply = world_.window.take_reply(rank_);
 
-  activity_ = "receiving the server's reply";
+  doing_ = "receiving the server's reply";
   if (server != rank_ && !transfer(rank_, server, rank_, server_host, tag + "/down", exchange.down_bytes, *recorder)) {
-    activity_.clear();
+    doing_ = nullptr;
     return false;
   }
-  activity_.clear();
+  doing_ = nullptr;
   down = std::move(reply);
   return true;
 }

@@ -98,7 +98,8 @@ class SimTransport : public Transport {
 
   // What the worker is blocked on right now ("computing", "waiting for collective 3 (all_reduce, 1.2 MB
   // per rank) since 12.5 s"), or "" between calls: named when a run ends with this worker unfinished.
-  const std::string& activity() const { return activity_; }
+  // Formatted only when asked (at the end of a stuck run), not at every step.
+  std::string activity() const;
 
   // The sequence number of this worker's next collective: the same on every member of the group.
   uint64_t next_collective() const { return next_seq_; }
@@ -114,7 +115,7 @@ class SimTransport : public Transport {
   // Deposits this rank's contribution to the next collective (the first member to arrive fixes its
   // members and starts the relay's side) and starts this rank's side of its flows in a helper actor
   // on this rank's host; returns the sequence number.
-  uint64_t start(std::vector<torch::Tensor> mine, const std::string& what,
+  uint64_t start(std::vector<torch::Tensor> mine, const char* what, double bytes,
                  const std::function<CollectiveFlows(const Members&)>& flows);
   // Joins this rank's helper actor (recording the wait); on success lets `read` take the result,
   // on failure lets `salvage` take what it can after the failure timeout. Returns whether it completed.
@@ -128,8 +129,16 @@ class SimTransport : public Transport {
   int rank_;
   uint64_t next_seq_ = 0;
   uint64_t pushes_ = 0;
-  std::string activity_;
-  std::map<uint64_t, std::string> started_;  // by sequence number: what each collective in flight is
+  // What activity() names: at most one of them is set.
+  double computing_since_s_ = -1;       // in compute() since then
+  double waiting_since_s_ = -1;         // in finish() since then, for collective waiting_for_
+  uint64_t waiting_for_ = 0;
+  const char* doing_ = nullptr;         // blocked on the server
+  struct Started {
+    const char* what;  // "all_reduce", "all_gather"
+    double bytes;      // per rank
+  };
+  std::map<uint64_t, Started> started_;  // by sequence number: what each collective in flight is
   std::map<uint64_t, simgrid::s4u::ActorPtr> helpers_;  // by sequence number: this rank's helper actor
 };
 

@@ -127,7 +127,7 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
     const SimWorker& w = workers[rank];
     if (w.loop->finished()) ++finished;
     if (w.loop->finished() || w.away_since_s >= 0) continue;
-    const std::string& activity = w.transport->activity();
+    const std::string activity = w.transport->activity();
     unfinished += "\n  worker " + std::to_string(rank) + " (" + scenario.platform.hosts[rank].name + ") stopped after " +
                   std::to_string(w.loop->steps_done()) + " of " + std::to_string(scenario.train.steps) + " steps, " +
                   (activity.empty() ? "between steps" : activity);
