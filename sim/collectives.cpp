@@ -54,7 +54,8 @@ class Flows {
   // left): waits for the transfers in the order they were added, then records them in the order they
   // finished (ties in the order added). A failure is seen only when its transfer's turn comes: for a
   // relay's many transfers, whose peers (one or two transfers each) see it at once.
-  void wait_each() {
+  // `finished`, if given, gets each transfer's (end time, peer).
+  void wait_each(std::vector<std::pair<double, int>>* finished = nullptr) {
     for (const auto& comm : comms_) comm->wait();
     std::vector<size_t> order(comms_.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -65,6 +66,7 @@ class Flows {
       const Meta& done = meta_[i];
       recorder_.event({worker_, done.kind, start_s_, comms_[i]->get_finish_time(), static_cast<double>(done.bytes),
                        done.peer});
+      if (finished) finished->emplace_back(comms_[i]->get_finish_time(), done.peer);
     }
     comms_.clear();
     meta_.clear();
@@ -104,14 +106,45 @@ void ring_rounds(const std::vector<int>& ring, size_t position, const std::strin
   }
 }
 
-// The end of an aggregated ring: every member waits there for the whole ring's flows, then for the
-// latencies the exact rounds would have added (the ring's largest route latency each).
+// The end of an aggregated ring. The exact ring's R rounds each wait for their slowest edge, a
+// chunk's transfer plus that edge's latency: R · max over edges of (transfer + latency). An edge's
+// one aggregated flow takes R transfers and one latency, so the ring ends at the latest, over edges,
+// of (its flow's end + (R − 1) · its latency), and never before every flow has ended.
 struct RingEnd {
   sg4::BarrierPtr barrier;
-  double latency_s = 0;  // the largest route latency between neighbours
-  size_t left = 0;       // members that have not passed the end yet
+  double finish_s = 0;  // the latest edge's flow end + its remaining latencies
+  size_t left = 0;      // members that have not passed the end yet
 };
 std::map<std::string, RingEnd> ring_ends;  // by collective tag
+
+// The end of an aggregated relay all-gather: the relay and its K workers meet there once every
+// upload is in; a worker then waits, if its download ended sooner, for the last payload to come down.
+struct RelayEnd {
+  sg4::BarrierPtr barrier;
+  sg4::Host* relay = nullptr;
+  std::vector<std::pair<double, int>> arrivals;  // each upload's (end time, worker), in time order
+  std::vector<double> arrived_s;                 // by worker rank: its upload's end time
+  size_t left = 0;  // sides that have not passed the end yet
+};
+
+// The latest arrivals whose downloads the tail bound checks: the download flow, started with the
+// first payload, already bounds the rest. O(this) per worker and collective.
+constexpr size_t kTailArrivals = 64;
+std::map<std::string, RelayEnd> relay_ends;  // by collective tag
+
+RelayEnd& relay_end(const std::string& tag, size_t workers) {
+  RelayEnd& end = relay_ends[tag];
+  if (!end.barrier) {
+    end.barrier = sg4::Barrier::create(static_cast<unsigned>(workers + 1));
+    end.left = workers + 1;
+  }
+  return end;
+}
+
+// Passes the end (`end` stays valid until then: a std::map keeps its values in place as it grows).
+void leave(RelayEnd& end, const std::string& tag) {
+  if (--end.left == 0) relay_ends.erase(tag);
+}
 
 // One aggregated ring: `bytes_each_way` to the right neighbour and from the left, then the ring's end.
 void aggregated_ring(int rank, const std::vector<int>& members, const std::vector<sg4::Host*>& hosts,
@@ -134,18 +167,19 @@ void aggregated_ring(int rank, const std::vector<int>& members, const std::vecto
     end.left = n;
   }
   std::vector<sg4::Link*> route;
-  double latency_s = 0;
+  double latency_s = 0;  // this rank's edge: to its right neighbour
   hosts[static_cast<size_t>(rank)]->route_to(hosts[static_cast<size_t>(right)], route, &latency_s);
-  end.latency_s = std::max(end.latency_s, latency_s);
 
-  Flows flows(rank, recorder);
-  flows.send(tag, right, bytes_each_way);
-  flows.recv(tag, left, bytes_each_way);
-  flows.wait_all();
+  Flows sends(rank, recorder), recvs(rank, recorder);
+  sends.send(tag, right, bytes_each_way);
+  recvs.recv(tag, left, bytes_each_way);
+  sends.wait_all();
+  end.finish_s = std::max(end.finish_s, sg4::Engine::get_clock() + latency_rounds * latency_s);
+  recvs.wait_all();
   end.barrier->wait();  // (`end` stays valid: a std::map keeps its values in place as it grows)
-  const double wait_s = latency_rounds * end.latency_s;
+  const double finish_s = end.finish_s;
   if (--end.left == 0) ring_ends.erase(tag);
-  if (wait_s > 0) sg4::this_actor::sleep_for(wait_s);
+  if (finish_s > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(finish_s);
 }
 
 }  // namespace
@@ -298,21 +332,61 @@ void mesh_all_gather_aggregated(int rank, const std::vector<int>& members, const
 void relay_all_gather_aggregated(int rank, const std::vector<int>& members, int relay, const std::string& tag,
                                  double bytes, Recorder& recorder) {
   if (members.size() < 2 || bytes <= 0) return;
+  RelayEnd& end = relay_end(tag, members.size());
   Flows flows(rank, recorder);
   flows.send(tag + "/up", relay, message_bytes(bytes));
   flows.recv(tag + "/down", relay, (members.size() - 1) * message_bytes(bytes));
   flows.wait_all();
+  end.barrier->wait();  // every upload is in: the last payloads may still have to come down
+  std::vector<sg4::Link*> route;
+  double latency_s = 0;
+  end.relay->route_to(sg4::this_actor::get_host(), route, &latency_s);
+  double bandwidth = 0;  // bytes/s of the route's narrowest link
+  for (const sg4::Link* l : route) {
+    bandwidth = bandwidth == 0 ? l->get_bandwidth() : std::min(bandwidth, l->get_bandwidth());
+  }
+  // The payloads that arrived at or after t cannot all be down before t + their bytes / bandwidth.
+  const auto& arrivals = end.arrivals;
+  const double payload_s = bandwidth > 0 ? static_cast<double>(message_bytes(bytes)) / bandwidth : 0;
+  const double mine_s = end.arrived_s.at(static_cast<size_t>(rank));
+  double last_down_s = 0;
+  for (size_t i = arrivals.size() > kTailArrivals ? arrivals.size() - kTailArrivals : 0; i < arrivals.size(); ++i) {
+    const double t = arrivals[i].first;
+    const auto first_at_t = std::lower_bound(arrivals.begin(), arrivals.end(), std::pair<double, int>(t, -1));
+    const auto later = static_cast<double>(arrivals.end() - first_at_t) - (mine_s >= t ? 1 : 0);
+    last_down_s = std::max(last_down_s, t + later * payload_s + latency_s);
+  }
+  leave(end, tag);
+  if (last_down_s > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(last_down_s);
 }
 
 void relay_all_gather_aggregated_serve(const std::vector<int>& members, int relay, const std::string& tag,
                                        double bytes, Recorder& recorder) {
   if (members.size() < 2 || bytes <= 0) return;
+  RelayEnd& end = relay_end(tag, members.size());
+  end.relay = sg4::this_actor::get_host();
+  const uint64_t down_bytes = (members.size() - 1) * message_bytes(bytes);
   Flows uploads(relay, recorder);
   for (int r : members) uploads.recv(tag + "/up", r, message_bytes(bytes));
-  uploads.wait_each();
+  // The downloads start with the first payload whole (the first uploader's with the second): what
+  // the exact relay forwards from then on, in one flow per worker.
+  const int first = uploads.wait_any().second;
+  end.arrivals.emplace_back(sg4::Engine::get_clock(), first);
   Flows downloads(relay, recorder);
-  for (int r : members) downloads.send(tag + "/down", r, (members.size() - 1) * message_bytes(bytes));
+  for (int r : members) {
+    if (r != first) downloads.send(tag + "/down", r, down_bytes);
+  }
+  end.arrivals.emplace_back(sg4::Engine::get_clock(), uploads.wait_any().second);
+  Flows to_first(relay, recorder);
+  to_first.send(tag + "/down", first, down_bytes);
+  uploads.wait_each(&end.arrivals);
+  std::sort(end.arrivals.begin(), end.arrivals.end());
+  end.arrived_s.assign(static_cast<size_t>(members.back()) + 1, 0.0);  // members are in rank order
+  for (const auto& [t, r] : end.arrivals) end.arrived_s[static_cast<size_t>(r)] = t;
+  end.barrier->wait();
+  leave(end, tag);
   downloads.wait_each();
+  to_first.wait_each();
 }
 
 }  // namespace locosim

@@ -82,14 +82,18 @@ void relay_all_gather_serve(const std::vector<int>& members, int relay, const st
 
 // Aggregated flows (network: {flows: aggregated}): the same bytes on the same links, O(K) flows per
 // collective instead of O(K²) messages, for swarms of thousands. `hosts` are the ranks' hosts.
-//   ring all-reduce   one flow of 2(K−1)·⌈S/K⌉ bytes to the right neighbour (and one from the left),
-//                     then every member waits for the whole ring, then (2(K−1) − 1) · λ_max more: the
-//                     exact ring's per-round latencies, at the ring's largest route latency
-//   ring all-gather   the same with (K−1)·S bytes and (K−2) · λ_max
+//   ring all-reduce   one flow of 2(K−1)·⌈S/K⌉ bytes to the right neighbour (and one from the left);
+//                     the ring ends at the latest, over its edges, of (the edge's flow end +
+//                     (2(K−1) − 1) · the edge's latency): the exact ring's rounds, each as slow as its
+//                     slowest edge, and never before every flow has ended
+//   ring all-gather   the same with (K−1)·S bytes and K − 2 latencies
 //   mesh all-gather   one flow of (K−1)·S bytes to the right neighbour, then the whole ring: each own
 //                     link carries what the mesh puts on it; links between sites see only ring traffic
-//   relay all-gather  every worker uploads S; once all have arrived the relay sends each (K−1)·S in one
-//                     flow (the exact relay forwards each payload as soon as it is whole)
+//   relay all-gather  every worker uploads S; from the first whole payload on the relay sends each
+//                     worker (K−1)·S in one flow, and a worker whose flow ends before the last payloads
+//                     could have come down (for each of the last 64 upload ends t: t + the payloads it
+//                     needs that arrived since t · S / its route's narrowest link + latency) waits until
+//                     then (the exact relay forwards each payload as soon as it is whole)
 // The relay and hierarchical all-reduce are O(K) already and have no aggregated form. On K identical
 // workers the ring and relay forms equal the closed forms above; docs/aggregated-collectives.md
 // measures the difference from the exact flows on the shipped platforms (scripts/aggregate_error.py).

@@ -402,3 +402,39 @@ TEST_CASE("collectives: an aggregated relay all-gather takes S/up + (K-1)·S/dow
   CHECK(bytes_of(recorder, EventKind::send, k) == doctest::Approx(k * (k - 1) * bytes));
   CHECK(recorder.events().size() == static_cast<size_t>(4 * k));  // K uploads and K downloads, each seen twice
 }
+
+TEST_CASE("collectives: with uploads 10x apart, the aggregated relay all-gather ends when the exact one does") {
+  // Two workers on 100 Mbps uplinks, two on 10 Mbps: the exact relay forwards the fast payloads while
+  // the slow ones are still coming up; the aggregated one must not wait for the slow ones to start.
+  const std::string home = "accelerator: gpu, count: 2, downlink: " + link(100, 10) + ", uplink: ";
+  Sim sim(parse("accelerators: {gpu: {peak: 100 TFLOPS, efficiency: 0.5}}\nhosts:\n"
+                "  - {name: fast, " + home + link(100, 10) + "}\n"
+                "  - {name: slow, " + home + link(10, 10) + "}\n" + kRelay));
+  const int k = 4;
+  const double bytes = 1e6;
+  Recorder recorder;
+  sg4::BarrierPtr between = sg4::Barrier::create(k + 1);
+  std::vector<double> exact_s(k), aggregated_s(k);
+  sg4::Actor::create("relay", sim.platform.relay, [&] {
+    relay_all_gather_serve(all_ranks(k), k, "exact", bytes, recorder);
+    between->wait();
+    relay_all_gather_aggregated_serve(all_ranks(k), k, "aggregated", bytes, recorder);
+  });
+  for (int r = 0; r < k; ++r) {
+    sg4::Actor::create("r" + std::to_string(r), sim.platform.hosts[r], [&, r] {
+      relay_all_gather_flows(r, all_ranks(k), k, "exact", bytes, recorder);
+      exact_s[r] = sg4::Engine::get_clock();
+      between->wait();
+      const double start = sg4::Engine::get_clock();
+      relay_all_gather_aggregated(r, all_ranks(k), k, "aggregated", bytes, recorder);
+      aggregated_s[r] = sg4::Engine::get_clock() - start;
+    });
+  }
+  sim.engine.run();
+  // The exact collective started at 0; the slow uploads (0.8 s) end both.
+  for (int r = 0; r < k; ++r) {
+    CAPTURE(r);
+    CHECK(exact_s[r] > 0.8);
+    CHECK(aggregated_s[r] == doctest::Approx(exact_s[r]).epsilon(0.01));
+  }
+}
