@@ -55,11 +55,6 @@ double scheduled_lr(const OptimizerConfig& cfg, int64_t step, int64_t total_step
   return cfg.lr * (cfg.min_lr_ratio + (1.0 - cfg.min_lr_ratio) * cosine);
 }
 
-TorchTime& torch_time() {
-  static TorchTime time;
-  return time;
-}
-
 void optimizer_step(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params,
                     const OptimizerConfig& cfg, int64_t step, int64_t total_steps) {
   TorchTimer timer(torch_time().optimizer_ns);

@@ -12,7 +12,10 @@ struct TorchTime {
   std::atomic<int64_t> optimizer_ns{0};  // optimizer_step: clipping and the inner optimizer
   std::atomic<int64_t> eval_ns{0};       // evaluation
 };
-TorchTime& torch_time();
+inline TorchTime& torch_time() {
+  static TorchTime time;
+  return time;
+}
 
 // Adds the time from its construction to its destruction to `into`.
 class TorchTimer {

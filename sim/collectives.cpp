@@ -106,49 +106,39 @@ void ring_rounds(const std::vector<int>& ring, size_t position, const std::strin
   }
 }
 
-// The end of an aggregated ring. The exact ring's R rounds each wait for their slowest edge, a
-// chunk's transfer plus that edge's latency: R · max over edges of (transfer + latency). An edge's
-// one aggregated flow takes R transfers and one latency, so the ring ends at the latest, over edges,
-// of (its flow's end + (R − 1) · its latency), and never before every flow has ended.
-struct RingEnd {
+// Where the sides of one aggregated collective meet once their flows are done, by collective tag.
+// A ring ends at the latest, over its edges, of (the edge's flow end + (R − 1) · its latency): the
+// exact ring's R rounds each wait for their slowest edge, a chunk's transfer plus that edge's latency,
+// and an edge's one aggregated flow takes R transfers and one latency. A relay all-gather's workers
+// wait there for every upload, then for what the last arrivals still need to bring down.
+struct CollectiveEnd {
   sg4::BarrierPtr barrier;
-  double finish_s = 0;  // the latest edge's flow end + its remaining latencies
-  size_t left = 0;      // members that have not passed the end yet
+  size_t left = 0;       // sides that have not passed the end yet
+  double finish_s = 0;   // ring: the latest edge's flow end + its remaining latencies
+  sg4::Host* relay = nullptr;                    // relay all-gather: the relay's host,
+  std::vector<std::pair<double, int>> arrivals;  // each upload's (end time, worker), in time order,
+  std::vector<double> arrived_s;                 // and by worker rank
 };
-std::map<std::string, RingEnd> ring_ends;  // by collective tag
+std::map<std::string, CollectiveEnd> collective_ends;
 
-// The end of an aggregated relay all-gather: the relay and its K workers meet there once every
-// upload is in; a worker then waits, if its download ended sooner, for the last payload to come down.
-struct RelayEnd {
-  sg4::BarrierPtr barrier;
-  sg4::Host* relay = nullptr;
-  std::vector<std::pair<double, int>> arrivals;  // each upload's (end time, worker), in time order
-  std::vector<double> arrived_s;                 // by worker rank: its upload's end time
-  size_t left = 0;  // sides that have not passed the end yet
-};
-
-// The latest arrivals whose downloads the tail bound checks: the download flow, started with the
-// first payload, already bounds the rest. O(this) per worker and collective.
-constexpr size_t kTailArrivals = 64;
-std::map<std::string, RelayEnd> relay_ends;  // by collective tag
-
-RelayEnd& relay_end(const std::string& tag, size_t workers) {
-  RelayEnd& end = relay_ends[tag];
+// The end of collective `tag`, which `sides` actors pass (created by the first of them to ask).
+CollectiveEnd& end_of(const std::string& tag, size_t sides) {
+  CollectiveEnd& end = collective_ends[tag];
   if (!end.barrier) {
-    end.barrier = sg4::Barrier::create(static_cast<unsigned>(workers + 1));
-    end.left = workers + 1;
+    end.barrier = sg4::Barrier::create(static_cast<unsigned>(sides));
+    end.left = sides;
   }
   return end;
 }
 
 // Passes the end (`end` stays valid until then: a std::map keeps its values in place as it grows).
-void leave(RelayEnd& end, const std::string& tag) {
-  if (--end.left == 0) relay_ends.erase(tag);
+void leave(CollectiveEnd& end, const std::string& tag) {
+  if (--end.left == 0) collective_ends.erase(tag);
 }
 
-// One aggregated ring: `bytes_each_way` to the right neighbour and from the left, then the ring's end.
-void aggregated_ring(int rank, const std::vector<int>& members, const std::vector<sg4::Host*>& hosts,
-                     const std::string& tag, uint64_t bytes_each_way, int latency_rounds, Recorder& recorder);
+// The latest arrivals whose downloads a relay all-gather's tail bound checks: the download flow,
+// started with the first payload, already bounds the rest. O(this) per worker and collective.
+constexpr size_t kTailArrivals = 64;
 
 size_t position_of(const std::vector<int>& members, int rank) {
   auto it = std::lower_bound(members.begin(), members.end(), rank);  // members are in rank order: O(log K)
@@ -161,11 +151,7 @@ void aggregated_ring(int rank, const std::vector<int>& members, const std::vecto
                      const std::string& tag, uint64_t bytes_each_way, int latency_rounds, Recorder& recorder) {
   const size_t n = members.size(), position = position_of(members, rank);
   const int right = members[(position + 1) % n], left = members[(position + n - 1) % n];
-  RingEnd& end = ring_ends[tag];
-  if (!end.barrier) {
-    end.barrier = sg4::Barrier::create(static_cast<unsigned>(n));
-    end.left = n;
-  }
+  CollectiveEnd& end = end_of(tag, n);
   std::vector<sg4::Link*> route;
   double latency_s = 0;  // this rank's edge: to its right neighbour
   hosts[static_cast<size_t>(rank)]->route_to(hosts[static_cast<size_t>(right)], route, &latency_s);
@@ -176,9 +162,9 @@ void aggregated_ring(int rank, const std::vector<int>& members, const std::vecto
   sends.wait_all();
   end.finish_s = std::max(end.finish_s, sg4::Engine::get_clock() + latency_rounds * latency_s);
   recvs.wait_all();
-  end.barrier->wait();  // (`end` stays valid: a std::map keeps its values in place as it grows)
+  end.barrier->wait();
   const double finish_s = end.finish_s;
-  if (--end.left == 0) ring_ends.erase(tag);
+  leave(end, tag);
   if (finish_s > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(finish_s);
 }
 
@@ -332,7 +318,7 @@ void mesh_all_gather_aggregated(int rank, const std::vector<int>& members, const
 void relay_all_gather_aggregated(int rank, const std::vector<int>& members, int relay, const std::string& tag,
                                  double bytes, Recorder& recorder) {
   if (members.size() < 2 || bytes <= 0) return;
-  RelayEnd& end = relay_end(tag, members.size());
+  CollectiveEnd& end = end_of(tag, members.size() + 1);  // the workers and the relay
   Flows flows(rank, recorder);
   flows.send(tag + "/up", relay, message_bytes(bytes));
   flows.recv(tag + "/down", relay, (members.size() - 1) * message_bytes(bytes));
@@ -363,7 +349,7 @@ void relay_all_gather_aggregated(int rank, const std::vector<int>& members, int 
 void relay_all_gather_aggregated_serve(const std::vector<int>& members, int relay, const std::string& tag,
                                        double bytes, Recorder& recorder) {
   if (members.size() < 2 || bytes <= 0) return;
-  RelayEnd& end = relay_end(tag, members.size());
+  CollectiveEnd& end = end_of(tag, members.size() + 1);  // the workers and the relay
   end.relay = sg4::this_actor::get_host();
   const uint64_t down_bytes = (members.size() - 1) * message_bytes(bytes);
   Flows uploads(relay, recorder);

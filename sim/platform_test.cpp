@@ -40,6 +40,17 @@ const char* kSlowAndFast =
     "  - {name: fast, accelerator: gpu, count: 2, uplink: {bandwidth: 10 Gbps, latency: 0 s},\n"
     "     downlink: {bandwidth: 10 Gbps, latency: 0 s}}\n";
 
+// Two sites, eu and us, each with a LAN and access links, joined by a wan entry from eu to us.
+const char* kTwoSitesAndWan =
+    "accelerators: {gpu: {peak: 100 TFLOPS, efficiency: 0.5}}\n"
+    "sites:\n"
+    "  eu: {lan: {bandwidth: 100 Gbps, latency: 5 us}, uplink: {bandwidth: 1 Gbps, latency: 5 ms},\n"
+    "       downlink: {bandwidth: 2 Gbps, latency: 6 ms}}\n"
+    "  us: {lan: {bandwidth: 100 Gbps, latency: 5 us}, uplink: {bandwidth: 1 Gbps, latency: 5 ms},\n"
+    "       downlink: {bandwidth: 2 Gbps, latency: 6 ms}}\n"
+    "wan:\n"
+    "  - {from: eu, to: us, bandwidth: 935 Mbps, latency: 40 ms}\n";
+
 struct TestEngine {
   int argc = 1;
   char arg0[5] = "test";
@@ -160,14 +171,7 @@ TEST_CASE("sim platform: at a shared bottleneck, shares are inversely proportion
 
 TEST_CASE("sim platform: SimGrid hosts, links and routes match the spec") {
   PlatformSpec spec = parse(
-      "accelerators: {gpu: {peak: 100 TFLOPS, efficiency: 0.5}}\n"
-      "sites:\n"
-      "  eu: {lan: {bandwidth: 100 Gbps, latency: 5 us}, uplink: {bandwidth: 1 Gbps, latency: 5 ms},\n"
-      "       downlink: {bandwidth: 2 Gbps, latency: 6 ms}}\n"
-      "  us: {lan: {bandwidth: 100 Gbps, latency: 5 us}, uplink: {bandwidth: 1 Gbps, latency: 5 ms},\n"
-      "       downlink: {bandwidth: 2 Gbps, latency: 6 ms}}\n"
-      "wan:\n"
-      "  - {from: eu, to: us, bandwidth: 935 Mbps, latency: 40 ms}\n"
+      std::string(kTwoSitesAndWan) +
       "hosts:\n"
       "  - {name: home, accelerator: gpu, count: 2, uplink: {bandwidth: 20 Mbps, latency: 10 ms},\n"
       "     downlink: {bandwidth: 200 Mbps, latency: 11 ms}}\n"
@@ -331,14 +335,7 @@ TEST_CASE("sim platform: one fast sender to several slower downlinks: each flow 
 TEST_CASE("sim platform: 10 000 hosts and a relay build, with every route kind as the spec says") {
   // 6 000 homes with their own links, 4 000 in two sites, a relay: routes are O(hosts), not hosts².
   PlatformSpec spec = parse(
-      "accelerators: {gpu: {peak: 100 TFLOPS, efficiency: 0.5}}\n"
-      "sites:\n"
-      "  eu: {lan: {bandwidth: 100 Gbps, latency: 5 us}, uplink: {bandwidth: 1 Gbps, latency: 5 ms},\n"
-      "       downlink: {bandwidth: 2 Gbps, latency: 6 ms}}\n"
-      "  us: {lan: {bandwidth: 100 Gbps, latency: 5 us}, uplink: {bandwidth: 1 Gbps, latency: 5 ms},\n"
-      "       downlink: {bandwidth: 2 Gbps, latency: 6 ms}}\n"
-      "wan:\n"
-      "  - {from: eu, to: us, bandwidth: 935 Mbps, latency: 40 ms}\n"
+      std::string(kTwoSitesAndWan) +
       "hosts:\n"
       "  - {name: home, accelerator: gpu, count: 6000, uplink: {bandwidth: 20 Mbps, latency: 10 ms},\n"
       "     downlink: {bandwidth: 200 Mbps, latency: 11 ms}}\n"
