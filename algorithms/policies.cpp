@@ -36,6 +36,11 @@ std::optional<std::pair<std::string, int64_t>> sync_period(const PolicySpec& spe
   return std::nullopt;  // ddp, demo: every step
 }
 
+bool reads_clock(const PolicySpec& spec) {
+  if (auto* c = std::get_if<DiLoCoConfig>(&spec.config)) return c->round != DiLoCoRound::steps;
+  return std::holds_alternative<AsyncDiLoCoConfig>(spec.config);
+}
+
 std::unique_ptr<Policy> make_policy(const PolicySpec& spec, PolicyContext ctx) {
   if (auto* c = std::get_if<DdpConfig>(&spec.config)) return make_ddp(*c, std::move(ctx));
   if (auto* c = std::get_if<DemoConfig>(&spec.config)) return make_demo(*c, std::move(ctx));

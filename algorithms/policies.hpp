@@ -42,6 +42,11 @@ PolicySpec parse_policy(Section& s);
 // train.steps would never synchronize: the scenario checks it (config/scenario.cpp).
 std::optional<std::pair<std::string, int64_t>> sync_period(const PolicySpec& spec);
 
+// Whether the policy's numbers (what it trains, in what order) depend on the clock: DiLoCo's timed
+// rounds (steps per round from step times) and asynchronous DiLoCo (pushes applied as they arrive).
+// The others train the same values on any platform, so a sweep may re-time their runs (sim/run.hpp).
+bool reads_clock(const PolicySpec& spec);
+
 std::unique_ptr<Policy> make_policy(const PolicySpec& spec, PolicyContext ctx);
 
 }  // namespace locosim

@@ -50,7 +50,8 @@ class Recorder {
 
   const std::vector<MetricRow>& metrics() const { return metrics_; }
   const std::vector<EventRow>& events() const { return events_; }
-
+  // A re-timed run puts the losses of the run it re-times into its rows (sim/simulate.hpp).
+  std::vector<MetricRow>& mutable_metrics() { return metrics_; }
 
   // Called with each metric row as it is recorded (the CLI's progress line); may be left empty.
   std::function<void(const MetricRow&)> on_metric;

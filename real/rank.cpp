@@ -158,6 +158,7 @@ void write_run_folder(const Scenario& scenario, const PolicySpec& policy, const 
                   "# locosim-real run of policy '" + policy.label + "'\n" + scenario.resolved_yaml);
   write_text_file((temp / kScenarioHashFile).string(), run_hash(scenario, policy) + "\n");
   write_metrics_csv(merged, (temp / "metrics.csv").string());
+  write_exact_losses_csv(merged, (temp / kExactLossesFile).string());
   write_events_csv(merged, (temp / "events.csv").string());
   if (!outcome.updates.empty()) write_updates_csv(outcome.updates, (temp / "updates.csv").string());
   // The real backend sees no links: each worker's traffic is charged to its own access links.

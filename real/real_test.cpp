@@ -82,6 +82,7 @@ TEST_CASE("real: every policy gives the simulator's losses and final parameters 
     const std::string sim = dir + "/sim/small/" + name, real = dir + "/real/small/" + name;
     // Identical in fp32: the real backend reduces in rank order exactly as the simulator does.
     CHECK(without_times(read_file(real + "/metrics.csv")) == without_times(read_file(sim + "/metrics.csv")));
+    CHECK(read_file(real + "/exact_losses.csv") == read_file(sim + "/exact_losses.csv"));  // to the last bit
     std::string print = read_file(sim + "/summary.json");
     print = print.substr(print.find("params_fingerprint"), 40);
     CHECK(read_file(real + "/summary.json").find(print) != std::string::npos);

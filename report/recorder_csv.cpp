@@ -6,6 +6,10 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <limits>
+#include <stdexcept>
+#include <string_view>
 #include <tuple>
 
 #include "report/output_file.hpp"
@@ -29,13 +33,32 @@ std::string fmt_loss(double v) {
   return std::string(buf, end);
 }
 
-}  // namespace
+std::string fmt_exact(double v) {
+  if (std::isnan(v)) return "";
+  char buf[64];
+  const auto end = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::hex).ptr;
+  return std::string(buf, end);
+}
 
-void write_metrics_csv(const Recorder& recorder, const std::string& path) {
+// Whether `text` is exactly one number, read into `value`.
+template <class T, class... Format>
+bool whole(std::string_view text, T& value, Format... format) {
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, format...);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+std::vector<MetricRow> by_worker_and_step(const Recorder& recorder) {
   std::vector<MetricRow> rows = recorder.metrics();
   std::stable_sort(rows.begin(), rows.end(), [](const MetricRow& a, const MetricRow& b) {
     return std::tie(a.worker, a.step) < std::tie(b.worker, b.step);
   });
+  return rows;
+}
+
+}  // namespace
+
+void write_metrics_csv(const Recorder& recorder, const std::string& path) {
+  const std::vector<MetricRow> rows = by_worker_and_step(recorder);
   OutputFile file(path);
   std::ostream& out = file.out();
   out << "time_s,worker,step,tokens,train_loss,eval_loss,sync\n";
@@ -44,6 +67,43 @@ void write_metrics_csv(const Recorder& recorder, const std::string& path) {
         << ',' << fmt_loss(r.eval_loss) << ',' << sync_name(r.sync) << '\n';
   }
   file.close();
+}
+
+void write_exact_losses_csv(const Recorder& recorder, const std::string& path) {
+  OutputFile file(path);
+  std::ostream& out = file.out();
+  out << "worker,step,train_loss,eval_loss\n";
+  for (const auto& r : by_worker_and_step(recorder)) {
+    out << r.worker << ',' << r.step << ',' << fmt_exact(r.train_loss) << ',' << fmt_exact(r.eval_loss) << '\n';
+  }
+  file.close();
+}
+
+ExactLosses read_exact_losses_csv(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line) || line != "worker,step,train_loss,eval_loss") {
+    throw std::runtime_error(path + ": not an exact_losses.csv (header worker,step,train_loss,eval_loss)");
+  }
+  ExactLosses losses;
+  for (int line_no = 2; std::getline(in, line); ++line_no) {
+    std::vector<std::string_view> fields;
+    for (size_t from = 0;;) {
+      const size_t comma = line.find(',', from);
+      fields.emplace_back(line.data() + from, (comma == std::string::npos ? line.size() : comma) - from);
+      if (comma == std::string::npos) break;
+      from = comma + 1;
+    }
+    int worker = -1;
+    int64_t step = -1;
+    double loss[2] = {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::quiet_NaN()};
+    bool ok = fields.size() == 4 && whole(fields[0], worker) && whole(fields[1], step);
+    for (int i = 0; ok && i < 2; ++i) ok = fields[2 + i].empty() || whole(fields[2 + i], loss[i], std::chars_format::hex);
+    if (!ok || !losses.emplace(std::pair{worker, step}, std::pair{loss[0], loss[1]}).second) {
+      throw std::runtime_error(path + ":" + std::to_string(line_no) + ": malformed or repeated row: " + line);
+    }
+  }
+  return losses;
 }
 
 void write_events_csv(const Recorder& recorder, const std::string& path) {

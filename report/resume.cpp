@@ -65,7 +65,7 @@ std::string file_hash(const std::string& path) {
 }
 
 // The resolved scenario with `policy` its only policy.
-std::string resolved_for(const Scenario& scenario, const PolicySpec& policy) {
+YAML::Node resolved_tree(const Scenario& scenario, const PolicySpec& policy) {
   YAML::Node root = YAML::Load(scenario.resolved_yaml);
   const YAML::Node all = root["policies"];
   YAML::Node mine(YAML::NodeType::Sequence);
@@ -73,24 +73,40 @@ std::string resolved_for(const Scenario& scenario, const PolicySpec& policy) {
     if (scenario.policies[i].label == policy.label) mine.push_back(all[i]);
   }
   root["policies"] = mine;
+  return root;
+}
+
+std::string text_of(const YAML::Node& root) {
   YAML::Emitter out;
   out.SetDoublePrecision(17);
   out << root;
   return out.c_str();
 }
 
-}  // namespace
-
-std::string run_hash(const Scenario& scenario, const PolicySpec& policy) {
+std::string hash_of(const Scenario& scenario, const PolicySpec& policy, const char* format, const YAML::Node& tree) {
   Sha256 sha;
-  sha.add(kHashFormat);
+  sha.add(format);
   sha.add_part(policy.label);
-  sha.add_part(resolved_for(scenario, policy));
+  sha.add_part(text_of(tree));
   sha.add_part(file_hash(scenario.data.path));
   char bucket[64];
   std::snprintf(bucket, sizeof bucket, "%.17g", scenario.link_bucket_s);
   sha.add_part(bucket);
   return sha.hex();
+}
+
+}  // namespace
+
+std::string run_hash(const Scenario& scenario, const PolicySpec& policy) {
+  return hash_of(scenario, policy, kHashFormat, resolved_tree(scenario, policy));
+}
+
+std::string numerics_hash(const Scenario& scenario, const PolicySpec& policy) {
+  YAML::Node tree = resolved_tree(scenario, policy);
+  for (const char* timing : {"platform", "network", "world", "timing", "report"}) tree.remove(timing);
+  tree["workers"] = scenario.world_size();
+  if (tree["train"].IsMap()) tree["train"].remove("target_loss");
+  return hash_of(scenario, policy, "locosim numerics hash v1\n", tree);
 }
 
 bool is_finished_run(const fs::path& dir, const std::string& hash) {

@@ -20,6 +20,14 @@ inline constexpr const char* kScenarioHashFile = "scenario.sha256";
 // if the corpus cannot be read.
 std::string run_hash(const Scenario& scenario, const PolicySpec& policy);
 
+// The SHA-256, in hex, of what the numbers of the run of `policy` in `scenario` depend on (its losses
+// and final parameters): run_hash's inputs without what only times the run: the platform but for its
+// number of workers, `network`, `world`, `timing`, `report` and train.target_loss. Two runs with equal
+// numerics hashes train the same values, one of them may be re-timed from the other, PROVIDED the
+// policy does not read the clock (reads_clock) and the world cannot fail (a lost worker's place in the
+// schedule depends on time): the caller checks both.
+std::string numerics_hash(const Scenario& scenario, const PolicySpec& policy);
+
 // Whether `dir` is a finished run folder (written by locosim, complete) of the run whose hash is `hash`.
 bool is_finished_run(const std::filesystem::path& dir, const std::string& hash);
 

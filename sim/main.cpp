@@ -57,7 +57,10 @@ int check(const std::vector<std::string>& files) {
 void check_fits(const std::vector<PlannedRun>& plan, const RunOptions& options, bool force) {
   std::vector<RunEstimate> runs;
   for (const PlannedRun& run : plan) {
-    if (options.recompute || !run.finished) runs.push_back(estimate_policy_run(run.point->scenario, *run.policy));
+    if (!options.recompute && run.finished) continue;
+    Scenario scenario = run.point->scenario;
+    scenario.timing_only = scenario.timing_only || run.retime_from.has_value();  // a re-timed run does no training
+    runs.push_back(estimate_policy_run(scenario, *run.policy));
   }
   const std::string note = check_run_fits(runs, effective_jobs(options), machine_room(options.output_root), force);
   if (!note.empty()) std::printf("%s\n", note.c_str());
@@ -103,6 +106,13 @@ int run(const std::string& file, const RunOptions& options, const std::optional<
   if (finished > 0 && !options.recompute) {
     std::printf("%zu of %zu runs finished earlier (same scenario hash): not computed again (--force recomputes them)\n",
                 finished, plan.size());
+  }
+  const size_t retimed = static_cast<size_t>(std::count_if(plan.begin(), plan.end(), [&](const PlannedRun& r) {
+    return r.retime_from && (options.recompute || !r.finished);
+  }));
+  if (retimed > 0) {
+    std::printf("%zu of %zu runs train what an earlier run of theirs trains (their sweep keys only time them): "
+                "re-timed, not retrained (--retrain trains them)\n", retimed, plan.size());
   }
   std::fflush(stdout);
   run_planned(plan, options);
@@ -187,6 +197,10 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--no-progress", no_progress, "no live progress lines (never shown off a terminal or in CI)");
   run_cmd->add_flag("--force", options.recompute,
                     "compute again runs already finished, and run even if the estimate says memory or disk will not suffice");
+  bool retrain = false;
+  run_cmd->add_flag("--retrain", retrain,
+                    "train every sweep point, also those that differ from an earlier one only in what times it "
+                    "(by default they are re-timed: the same files, the training done once)");
   std::string shard;
   run_cmd->add_option("--shard", shard, "run only part i of n of the runs (i/n, 0 <= i < n); `locosim merge` assembles them");
 
@@ -234,6 +248,7 @@ int main(int argc, char** argv) {
     }
     if (!shard.empty()) options.shard = parse_shard(shard);
     options.live_progress = !no_progress && wants_live_progress();
+    options.retime = !retrain;
     return run(run_file, options, link_bucket);
   } catch (const Interrupted& e) {
     std::fprintf(stderr, "locosim: %s\n", e.what());

@@ -17,16 +17,20 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <thread>
 
+#include "algorithms/policies.hpp"
 #include "algorithms/torch_time.hpp"
 #include "report/output_file.hpp"
+#include "report/recorder_csv.hpp"
 #include "report/run_folder.hpp"
 #include "report/stop_signals.hpp"
 #include "sim/progress.hpp"
 #include "report/resume.hpp"
 #include "sim/simulate.hpp"
+#include "sim/world.hpp"
 
 namespace locosim {
 namespace fs = std::filesystem;
@@ -36,8 +40,9 @@ namespace {
 
 // The child: simulate, write, report steps on `progress_fd` ("<step> <time_s>\n", at most 5 a second),
 // and leave without running the parent's destructors (the parent's StagedFolders are its own).
+// With `retime`, the run's numbers come from task.retime_from's folder (sim/simulate.hpp).
 [[noreturn]] void child(const PlannedRun& task, const std::string& dir, int progress_fd, int step_threads,
-                        bool cost) {
+                        bool cost, bool retime) {
   int code = 0;
   const Clock::time_point started = Clock::now();
   try {
@@ -47,13 +52,16 @@ namespace {
     write_text_file(dir + "/" + kScenarioHashFile, task.hash + "\n");
     const int64_t steps = scenario.train.steps;
     Clock::time_point last = Clock::now() - std::chrono::seconds(1);
-    simulate_policy(scenario, *task.policy, dir, step_threads, [&](int64_t step, double time_s) {
+    std::optional<ReusedNumerics> reused;
+    if (retime) reused = read_reused_numerics(task.retime_from->dir.string());
+    const auto report = [&](int64_t step, double time_s) {
       if (step < steps && Clock::now() - last < std::chrono::milliseconds(200)) return;
       last = Clock::now();
       char line[64];
       const int n = std::snprintf(line, sizeof line, "%lld %.9g\n", static_cast<long long>(step), time_s);
       if (write(progress_fd, line, static_cast<size_t>(n)) < 0) return;  // the parent stopped listening: carry on
-    });
+    };
+    simulate_policy(scenario, *task.policy, dir, step_threads, report, reused ? &*reused : nullptr);
     if (cost) {  // the whole child (loading, simulating, writing) against its LibTorch work
       const TorchTime& t = torch_time();
       const double all_s = std::chrono::duration<double>(Clock::now() - started).count();
@@ -76,6 +84,7 @@ namespace {
 
 struct Running {
   const PlannedRun* task = nullptr;
+  bool retimed = false;
   std::unique_ptr<StagedFolder> staged;  // where the child writes; committed when it exits with 0
   int fd = -1;             // the read end of the child's progress pipe; -1 once it hit end of file
   std::string pending;     // a partial line
@@ -134,13 +143,33 @@ void run_tasks(const std::vector<const PlannedRun*>& tasks, const RunOptions& op
   ProgressBoard board(stdout, options.live_progress);
   std::map<pid_t, Running> running;
   std::vector<std::string> failures;
-  size_t next = 0, done = 0;
+  // Runs that train first: the re-timed ones wait for theirs (always a training run: no cycles).
+  std::vector<const PlannedRun*> order = tasks;
+  std::stable_partition(order.begin(), order.end(), [](const PlannedRun* t) { return !t->retime_from; });
+  std::set<fs::path> unfinished;  // folders of the tasks not done yet
+  for (const PlannedRun* t : order) unfinished.insert(t->dir);
+  std::vector<bool> launched(order.size(), false);
+  const auto next_ready = [&]() -> const PlannedRun* {
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (launched[i] || (order[i]->retime_from && unfinished.count(order[i]->retime_from->dir))) continue;
+      launched[i] = true;
+      return order[i];
+    }
+    return nullptr;
+  };
+  size_t done = 0;
   const pid_t parent = getpid();
   try {
-    while (done < tasks.size()) {
+    while (done < order.size()) {
       if (const int signal = StopSignals::received()) throw Interrupted(signal);
-      while (next < tasks.size() && static_cast<int>(running.size()) < jobs) {
-        const PlannedRun& t = *tasks[next++];
+      while (static_cast<int>(running.size()) < jobs) {
+        const PlannedRun* ready = next_ready();
+        if (!ready) break;
+        const PlannedRun& t = *ready;
+        // Re-timed only if the run it re-times finished with its exact losses (one from an older
+        // build, or one that failed, leaves this run to train itself).
+        const bool retime = t.retime_from && is_finished_run(t.retime_from->dir, t.retime_from->hash) &&
+                            fs::exists(t.retime_from->dir / kExactLossesFile);
         auto staged = std::make_unique<StagedFolder>(t.dir);
         int fds[2];
         if (pipe(fds) != 0) throw std::runtime_error("cannot create a pipe for policy " + t.name);
@@ -151,12 +180,13 @@ void run_tasks(const std::vector<const PlannedRun*>& tasks, const RunOptions& op
         if (pid == 0) {
           StopSignals::child_defaults(parent);
           close(fds[0]);
-          child(t, staged->path().string(), fds[1], step_threads(t.point->scenario), options.cost);
+          child(t, staged->path().string(), fds[1], step_threads(t.point->scenario), options.cost, retime);
         }
         close(fds[1]);
         fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);
         Running r;
         r.task = &t;
+        r.retimed = retime;
         r.staged = std::move(staged);
         r.fd = fds[0];
         r.started = Clock::now();
@@ -179,12 +209,14 @@ void run_tasks(const std::vector<const PlannedRun*>& tasks, const RunOptions& op
         if (r.fd >= 0) close(r.fd);
         const PlannedRun& t = *r.task;
         ++done;
+        unfinished.erase(t.dir);
         const double elapsed = std::chrono::duration<double>(Clock::now() - r.started).count();
         if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
           r.staged->commit();
           char line[1024];
-          std::snprintf(line, sizeof line, "[%zu/%zu] %s simulated in %.1f s -> %s", done, tasks.size(), t.name.c_str(),
-                        elapsed, t.dir.c_str());
+          const std::string how = r.retimed ? " (re-timed from " + t.retime_from->name + ")" : std::string();
+          std::snprintf(line, sizeof line, "[%zu/%zu] %s simulated in %.1f s%s -> %s", done, order.size(), t.name.c_str(),
+                        elapsed, how.c_str(), t.dir.c_str());
           board.print(line);
         } else {
           failures.push_back(t.name + (WIFSIGNALED(status) ? " (killed by signal " + std::to_string(WTERMSIG(status)) + ")"
@@ -289,6 +321,14 @@ std::vector<PlannedRun> plan_runs(const Sweep& sweep, const RunOptions& options)
       run.finished = is_finished_run(run.dir, run.hash);
       plan.push_back(std::move(run));
     }
+  }
+  if (!options.retime) return plan;
+  std::map<std::string, const PlannedRun*> trains;  // numerics hash -> the first run that trains them
+  for (PlannedRun& run : plan) {
+    const Scenario& s = run.point->scenario;
+    if (s.timing_only || reads_clock(*run.policy) || world_can_fail(s.world)) continue;
+    const auto [first, inserted] = trains.emplace(numerics_hash(s, *run.policy), &run);
+    if (!inserted) run.retime_from = PlannedRun::Reference{first->second->dir, first->second->hash, first->second->name};
   }
   return plan;
 }

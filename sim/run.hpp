@@ -7,9 +7,14 @@
 // with the hash of what it ran (report/resume.hpp): a run already finished is not computed again, so an
 // interrupted sweep resumes where it stopped, and a sweep can be split into shards run on several
 // machines (--shard, or a SLURM job array: sim/slurm.hpp), then merged into the summaries.
+// A sweep's points that differ only in what times a run (the platform's links and accelerators, the
+// network model, the world's slowdowns, the timing scale) train the same numbers: for a policy that
+// does not read the clock, on a world where nothing fails, the first such run of the plan trains and
+// the others are re-timed from it (its schedule only, with its losses: the same files as a full run).
 // Children report each step through a pipe; the parent shows live progress lines (sim/progress.hpp).
 #pragma once
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +42,7 @@ struct RunOptions {
                                          // 0: the cores left to each running policy by jobs and runtime.threads
   bool live_progress = false;            // redraw a line per running policy (the CLI: on a terminal only)
   bool recompute = false;                // run even what a finished run folder already holds
+  bool retime = true;                    // re-time runs that train what an earlier run of the plan trains
   RunShard shard;                           // the part of the plan to run; {0, 1}: all of it
 };
 
@@ -48,6 +54,15 @@ struct PlannedRun {
   std::string name;           // in progress lines: the label, or point/label
   std::string hash;           // run_hash (report/resume.hpp)
   bool finished = false;      // `dir` holds a finished run with this hash
+  // The earlier run of the plan that trains the same numbers (report/resume.hpp's numerics_hash), when
+  // this one may be re-timed from it: it then waits for that one to finish, and simulates only its
+  // schedule. Empty: it trains.
+  struct Reference {
+    std::filesystem::path dir;
+    std::string hash;
+    std::string name;
+  };
+  std::optional<Reference> retime_from;
 };
 
 // The scenario's policies whose labels are in `only` (all when empty), in order. Throws
@@ -59,6 +74,8 @@ int effective_jobs(const RunOptions& options);
 
 // Every selected (point, policy) in a stable order (points in grid order, policies in scenario order),
 // the same on every machine for the same scenario file and labels, then only options.shard's part.
+// With options.retime, a run that may be re-timed from an earlier one of that part says so (a shard
+// trains what it needs itself).
 std::vector<PlannedRun> plan_runs(const Sweep& sweep, const RunOptions& options);
 
 // Simulates the runs that are not finished (all of them with options.recompute), at most `jobs` at once.

@@ -37,10 +37,28 @@ TinyLlama copy_of(const TinyLlama& reference, const LlamaConfig& cfg) {
   return model;
 }
 
+// A re-timed run's rows take the losses of the run it re-times.
+void put_losses(const ReusedNumerics& reused, std::vector<MetricRow>& rows) {
+  for (MetricRow& row : rows) {
+    const auto it = reused.losses.find({row.worker, row.step});
+    if (it == reused.losses.end()) {
+      throw std::runtime_error("re-timing: the run it re-times has no step " + std::to_string(row.step) + " of worker " +
+                               std::to_string(row.worker));
+    }
+    std::tie(row.train_loss, row.eval_loss) = it->second;
+  }
+}
+
 }  // namespace
 
+ReusedNumerics read_reused_numerics(const std::string& run_dir) {
+  return {read_exact_losses_csv(run_dir + "/" + kExactLossesFile),
+          read_summary_json(run_dir + "/summary.json").params_fingerprint};
+}
+
 void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const std::string& dir, int step_threads,
-                     const ProgressFn& progress) {
+                     const ProgressFn& progress, const ReusedNumerics* reused) {
+  const bool timing_only = scenario.timing_only || reused;
   int argc = 1;
   char program[] = "locosim";
   char* argv[] = {program, nullptr};
@@ -68,9 +86,9 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   world.relay = platform.relay;
   world.sites = site_groups(scenario.platform);
   world.failure_timeout_s = scenario.world.failure_timeout_s;
-  world.timing_only = scenario.timing_only;
+  world.timing_only = timing_only;
   std::unique_ptr<StepPool> pool;  // finishes every step handed to it before it goes
-  if (step_threads > 1 && !scenario.timing_only) pool = std::make_unique<StepPool>(step_threads);
+  if (step_threads > 1 && !timing_only) pool = std::make_unique<StepPool>(step_threads);
   world.pool = pool.get();
   const int world_size = scenario.world_size();
   std::vector<SimWorker> workers(world_size);
@@ -78,10 +96,10 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
     SimWorker& w = workers[rank];
     // Timing only: every worker holds the reference model, untouched, and the policy updates
     // parameters of its shapes on the meta device (no memory, no values).
-    w.model = scenario.timing_only ? reference : copy_of(reference, scenario.model);
+    w.model = timing_only ? reference : copy_of(reference, scenario.model);
     w.transport = std::make_unique<SimTransport>(world, rank);
     std::vector<torch::Tensor> params = w.model->parameters();
-    if (scenario.timing_only) {
+    if (timing_only) {
       for (auto& p : params) p = torch::empty(p.sizes(), p.options().device(torch::kMeta)).requires_grad_();
     }
     PolicyContext ctx{params, w.transport.get(), scenario.train.optimizer, scenario.train.steps,
@@ -91,7 +109,7 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
                 scenario.seed);
     w.loop = std::make_unique<TrainLoop>(w.model, std::move(shard), corpus, *w.policy, *w.transport, scenario.train,
                                          step_flops, recorder);
-    if (scenario.timing_only) w.loop->timing_params = params;
+    if (timing_only) w.loop->timing_params = params;
   }
 
   Membership membership(world, workers, wire_scale(scenario, *reference), world_can_fail(scenario.world));
@@ -141,6 +159,8 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
                              " s with every worker away: the world's changes left no one to finish the run");
   }
 
+  if (reused) put_losses(*reused, recorder.mutable_metrics());
+
   std::vector<std::string> accelerators;  // by rank
   for (const HostSpec& host : scenario.platform.hosts) accelerators.push_back(host.accelerator);
   RunSummary summary = summarize(recorder, accelerators, scenario.train.target_loss);
@@ -149,7 +169,11 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   int fingerprinted = 0;  // the first worker that finished
   while (!workers[fingerprinted].loop->finished()) ++fingerprinted;
   summary.timing_only = scenario.timing_only;
-  if (!scenario.timing_only) summary.params_fingerprint = params_fingerprint(workers[fingerprinted].model->parameters());
+  if (reused) {
+    summary.params_fingerprint = reused->params_fingerprint;
+  } else if (!timing_only) {
+    summary.params_fingerprint = params_fingerprint(workers[fingerprinted].model->parameters());
+  }
   summary.workers_lost = membership.lost();
   summary.workers_joined = membership.joined();
   for (const SimWorker& w : workers) {
@@ -165,6 +189,7 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
     for (const auto& [start_s, stop_s] : l.off) recorder.event({l.worker, EventKind::link_off, start_s, stop_s, 0, -1});
   }
   write_metrics_csv(recorder, dir + "/metrics.csv");
+  if (!scenario.timing_only) write_exact_losses_csv(recorder, dir + "/" + kExactLossesFile);
   write_events_csv(recorder, dir + "/events.csv");
   if (world.server) write_updates_csv(world.server->updates(), dir + "/updates.csv");
   write_links_csv(links, dir + "/links.csv");

@@ -216,7 +216,7 @@ TEST_CASE("cli: a run writes a complete folder per policy and the same scenario 
   CHECK(first.out.find("diloco") != std::string::npos);
   CHECK(first.out.find("wall-clock") != std::string::npos);
   for (const char* policy : {"ddp", "diloco"}) {
-    for (const char* file : {"resolved.yaml", "metrics.csv", "events.csv", "summary.json"}) {
+    for (const char* file : {"resolved.yaml", "metrics.csv", "exact_losses.csv", "events.csv", "summary.json"}) {
       CHECK(fs::exists(dir + "/a/small/" + policy + "/" + file));
     }
   }
@@ -233,7 +233,7 @@ TEST_CASE("cli: a run writes a complete folder per policy and the same scenario 
   CliResult second = run_locosim("run s.yaml -o b -j 1", dir);
   REQUIRE(second.exit_code == 0);
   for (const char* policy : {"ddp", "diloco", "timed", "async_diloco"}) {
-    for (const char* file : {"metrics.csv", "events.csv", "summary.json", "resolved.yaml"}) {
+    for (const char* file : {"metrics.csv", "exact_losses.csv", "events.csv", "summary.json", "resolved.yaml"}) {
       CAPTURE(file);
       CHECK(read_file(dir + "/a/small/" + policy + "/" + file) == read_file(dir + "/b/small/" + policy + "/" + file));
     }
