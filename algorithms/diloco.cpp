@@ -115,22 +115,29 @@ class DiLoCo : public Policy {
   // survivors if a member is lost). A round given up leaves θ and the momentum untouched and restarts
   // every member from θ: its inner steps are thrown away, never half-applied.
   Sync synchronize() {
-    std::vector<torch::Tensor> mine;  // Δ_i = θ − θ_i
-    for (size_t i = 0; i < global_.size(); ++i) mine.push_back(global_[i].detach() - ctx_.params[i].detach());
+    // Parameters on the meta device (a timing-only run) hold no values: the same collectives on
+    // tensors of the same shapes, without the arithmetic (a LibTorch call per tensor that would change
+    // nothing, most of a large timing-only run's time).
+    const bool values = !ctx_.params.front().is_meta();
+    if (!values && meta_delta_.empty()) {
+      for (const auto& g : global_) meta_delta_.push_back(torch::empty_like(g));
+    }
+    std::vector<torch::Tensor> mine = meta_delta_;  // Δ_i = θ − θ_i
+    for (size_t i = 0; values && i < global_.size(); ++i) mine.push_back(global_[i].detach() - ctx_.params[i].detach());
     const Wire wire{cfg_.wire, ctx_.wire_scale};
     std::vector<torch::Tensor> delta;  // averaged in place
     const bool committed = commit_or_redo([&] {
       delta.clear();
       double weight = 1;  // this worker's share × the members: the all-reduce's mean is then the weighted mean
       if (ends_itself() && !token_weight(weight)) return Pending([] { return false; });
-      for (const auto& d : mine) delta.push_back(weight == 1 ? d.clone() : d * weight);
+      for (const auto& d : mine) delta.push_back(!values ? d : weight == 1 ? d.clone() : d * weight);
       return ctx_.transport->all_reduce_mean(delta, wire);
     });
     if (committed) {
       for (size_t i = 0; i < global_.size(); ++i) global_[i].mutable_grad() = delta[i];
-      outer_->step();
+      outer_step(*outer_, global_);
     }
-    for (size_t i = 0; i < global_.size(); ++i) ctx_.params[i].detach().copy_(global_[i].detach());
+    for (size_t i = 0; values && i < global_.size(); ++i) ctx_.params[i].detach().copy_(global_[i].detach());
     ++round_;
     start_round();
     return committed ? Sync::committed : Sync::aborted;
@@ -186,6 +193,7 @@ class DiLoCo : public Policy {
   std::unique_ptr<torch::optim::Optimizer> inner_;
   std::vector<torch::Tensor> global_;  // θ: the outer parameters, identical on every worker
   std::unique_ptr<torch::optim::SGD> outer_;
+  std::vector<torch::Tensor> meta_delta_;  // timing only: tensors of Δ's shapes, made once
   // The round clock (timed rounds only).
   int64_t rounds_;               // rounds in the run: ⌈train.steps / H⌉
   int64_t round_ = 0;            // rounds done

@@ -68,4 +68,10 @@ void optimizer_step(torch::optim::Optimizer& opt, const std::vector<torch::Tenso
   opt.step();
 }
 
+void outer_step(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params) {
+  TorchTimer timer(torch_time().optimizer_ns);
+  if (!params.empty() && params.front().is_meta() && !opt.state().empty()) return;
+  opt.step();
+}
+
 }  // namespace locosim

@@ -44,4 +44,9 @@ double scheduled_lr(const OptimizerConfig& cfg, int64_t step, int64_t total_step
 void optimizer_step(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params,
                     const OptimizerConfig& cfg, int64_t step, int64_t total_steps);
 
+// An outer optimizer's step (DiLoCo's Nesterov SGD) on parameters whose grad holds the pseudo-gradient.
+// On the meta device (timing only) only the first one runs: it gives the state its shapes (what a
+// joiner downloads); the others would change nothing.
+void outer_step(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params);
+
 }  // namespace locosim

@@ -154,7 +154,7 @@ class StreamingDiLoCo : public Policy {
     if (!sync->pending.wait()) return Sync::aborted;
     Fragment& frag = fragments_[sync->fragment];
     for (size_t k = 0; k < frag.index.size(); ++k) frag.global[k].mutable_grad() = sync->delta[k];
-    frag.outer->step();
+    outer_step(*frag.outer, frag.global);
     for (size_t k = 0; k < frag.index.size(); ++k) {
       torch::Tensor local = ctx_.params[frag.index[k]].detach();
       local.copy_(torch::lerp(frag.global[k].detach(), local, cfg_.merge_alpha));  // α·local + (1−α)·global
