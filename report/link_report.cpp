@@ -7,6 +7,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "report/csv_numbers.hpp"
 #include "report/output_file.hpp"
 
 namespace locosim {
@@ -43,17 +44,15 @@ void write_links_csv(const LinkReport& report, const std::string& path) {
   OutputFile file(path);
   std::ostream& out = file.out();
   out << "link,direction,worker,host,start_s,end_s,bytes,utilization,capacity_bps\n";
-  char line[512];
   for (const auto& l : report.links) {
+    const std::string head = l.link + ',' + l.direction + ',' + (l.worker >= 0 ? std::to_string(l.worker) : "") + ',' + l.host + ',';
     for (size_t b = 0; b < l.bytes.size(); ++b) {
       const double start = report.bucket_start_s(b), end = report.bucket_end_s(b);
       const double capacity_bytes = l.capacity_in(b, end - start);
       const double utilization = capacity_bytes > 0 ? l.bytes[b] / capacity_bytes : 0;
       const double capacity_bps = end > start ? capacity_bytes * 8 / (end - start) : l.bandwidth_bps;
-      std::snprintf(line, sizeof line, "%s,%s,%s,%s,%.9g,%.9g,%.9g,%.6f,%.9g\n", l.link.c_str(), l.direction.c_str(),
-                    l.worker >= 0 ? std::to_string(l.worker).c_str() : "", l.host.c_str(), start, end, l.bytes[b],
-                    utilization, capacity_bps);
-      out << line;
+      out << head << g9(start) << ',' << g9(end) << ',' << g9(l.bytes[b]) << ',' << fixed6(utilization) << ','
+          << g9(capacity_bps) << '\n';
     }
   }
   file.close();

@@ -1,5 +1,5 @@
-// metrics.csv and events.csv from a Recorder. Numbers are printed with %.9g (times, bytes) and %.6f
-// (losses) so the same run always writes the same bytes.
+// metrics.csv, exact_losses.csv and events.csv from a Recorder. Numbers are printed as %.9g (times,
+// bytes) and %.6f (losses) do (report/csv_numbers.hpp), so the same run always writes the same bytes.
 #include "report/recorder_csv.hpp"
 
 #include <algorithm>
@@ -12,26 +12,14 @@
 #include <string_view>
 #include <tuple>
 
+#include "report/csv_numbers.hpp"
 #include "report/output_file.hpp"
 
 namespace locosim {
 
 namespace {
 
-// std::to_chars with a precision prints exactly what printf's %.9g and %.6f do, without the locale
-// and format parsing (a tenth of a timing-only run's time at thousands of workers went to printf).
-std::string fmt_g(double v) {
-  char buf[64];
-  const auto end = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 9).ptr;
-  return std::string(buf, end);
-}
-
-std::string fmt_loss(double v) {
-  if (std::isnan(v)) return "";
-  char buf[512];  // a loss of 1e300 in fixed notation
-  const auto end = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, 6).ptr;
-  return std::string(buf, end);
-}
+std::string fmt_loss(double v) { return std::isnan(v) ? "" : fixed6(v); }
 
 std::string fmt_exact(double v) {
   if (std::isnan(v)) return "";
@@ -47,23 +35,32 @@ bool whole(std::string_view text, T& value, Format... format) {
   return ec == std::errc() && end == text.data() + text.size();
 }
 
-std::vector<MetricRow> by_worker_and_step(const Recorder& recorder) {
-  std::vector<MetricRow> rows = recorder.metrics();
-  std::stable_sort(rows.begin(), rows.end(), [](const MetricRow& a, const MetricRow& b) {
+// The rows in the order of `less` (stable), as pointers: a word per row rather than a copy of each
+// (the rows of a run with thousands of workers take hundreds of MB).
+template <class Row, class Less>
+std::vector<const Row*> sorted(const std::vector<Row>& rows, Less less) {
+  std::vector<const Row*> order;
+  order.reserve(rows.size());
+  for (const Row& row : rows) order.push_back(&row);
+  std::stable_sort(order.begin(), order.end(), [&](const Row* a, const Row* b) { return less(*a, *b); });
+  return order;
+}
+
+std::vector<const MetricRow*> by_worker_and_step(const Recorder& recorder) {
+  return sorted(recorder.metrics(), [](const MetricRow& a, const MetricRow& b) {
     return std::tie(a.worker, a.step) < std::tie(b.worker, b.step);
   });
-  return rows;
 }
 
 }  // namespace
 
 void write_metrics_csv(const Recorder& recorder, const std::string& path) {
-  const std::vector<MetricRow> rows = by_worker_and_step(recorder);
   OutputFile file(path);
   std::ostream& out = file.out();
   out << "time_s,worker,step,tokens,train_loss,eval_loss,sync\n";
-  for (const auto& r : rows) {
-    out << fmt_g(r.time_s) << ',' << r.worker << ',' << r.step << ',' << r.tokens << ',' << fmt_loss(r.train_loss)
+  for (const MetricRow* row : by_worker_and_step(recorder)) {
+    const MetricRow& r = *row;
+    out << g9(r.time_s) << ',' << r.worker << ',' << r.step << ',' << r.tokens << ',' << fmt_loss(r.train_loss)
         << ',' << fmt_loss(r.eval_loss) << ',' << sync_name(r.sync) << '\n';
   }
   file.close();
@@ -73,7 +70,8 @@ void write_exact_losses_csv(const Recorder& recorder, const std::string& path) {
   OutputFile file(path);
   std::ostream& out = file.out();
   out << "worker,step,train_loss,eval_loss\n";
-  for (const auto& r : by_worker_and_step(recorder)) {
+  for (const MetricRow* row : by_worker_and_step(recorder)) {
+    const MetricRow& r = *row;
     out << r.worker << ',' << r.step << ',' << fmt_exact(r.train_loss) << ',' << fmt_exact(r.eval_loss) << '\n';
   }
   file.close();
@@ -107,16 +105,16 @@ ExactLosses read_exact_losses_csv(const std::string& path) {
 }
 
 void write_events_csv(const Recorder& recorder, const std::string& path) {
-  std::vector<EventRow> rows = recorder.events();
-  std::stable_sort(rows.begin(), rows.end(), [](const EventRow& a, const EventRow& b) {
+  const auto rows = sorted(recorder.events(), [](const EventRow& a, const EventRow& b) {
     return std::tie(a.worker, a.start_s, a.end_s) < std::tie(b.worker, b.start_s, b.end_s);
   });
   OutputFile file(path);
   std::ostream& out = file.out();
   out << "worker,kind,start_s,end_s,bytes,peer\n";
-  for (const auto& r : rows) {
-    out << r.worker << ',' << event_kind_name(r.kind) << ',' << fmt_g(r.start_s) << ',' << fmt_g(r.end_s) << ','
-        << fmt_g(r.bytes) << ',' << (r.peer >= 0 ? std::to_string(r.peer) : "") << '\n';
+  for (const EventRow* row : rows) {
+    const EventRow& r = *row;
+    out << r.worker << ',' << event_kind_name(r.kind) << ',' << g9(r.start_s) << ',' << g9(r.end_s) << ','
+        << g9(r.bytes) << ',' << (r.peer >= 0 ? std::to_string(r.peer) : "") << '\n';
   }
   file.close();
 }
@@ -126,7 +124,7 @@ void write_updates_csv(const std::vector<ServerUpdate>& updates, const std::stri
   std::ostream& out = file.out();
   out << "time_s,worker,version,staleness,steps\n";
   for (const auto& u : updates) {
-    out << fmt_g(u.time_s) << ',' << u.worker << ',' << u.version << ',' << u.staleness << ',' << u.steps << '\n';
+    out << g9(u.time_s) << ',' << u.worker << ',' << u.version << ',' << u.staleness << ',' << u.steps << '\n';
   }
   file.close();
 }
