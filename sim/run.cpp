@@ -309,26 +309,42 @@ int effective_jobs(const RunOptions& options) {
 }
 
 std::vector<PlannedRun> plan_runs(const Sweep& sweep, const RunOptions& options) {
-  std::vector<PlannedRun> plan;
-  if (sweep.points.empty()) return plan;
+  std::vector<PlannedRun> all;  // the whole plan: re-timing looks at the other shards' runs too
+  if (sweep.points.empty()) return all;
   const fs::path root = child_path(options.output_root, sweep.points.front().scenario.name);
-  size_t position = 0;
   for (const SweepPoint& point : sweep.points) {
     const fs::path folder = point_folder(root, point);
     for (const PolicySpec* p : selected_policies(point.scenario, options.only_labels)) {
-      if (position++ % static_cast<size_t>(options.shard.count) != static_cast<size_t>(options.shard.index)) continue;
       PlannedRun run{&point, p, child_path(folder, p->label), run_name(point, p->label), run_hash(point.scenario, *p)};
       run.finished = is_finished_run(run.dir, run.hash);
-      plan.push_back(std::move(run));
+      all.push_back(std::move(run));
     }
   }
-  if (!options.retime) return plan;
-  std::map<std::string, const PlannedRun*> trains;  // numerics hash -> the first run that trains them
-  for (PlannedRun& run : plan) {
-    const Scenario& s = run.point->scenario;
-    if (s.timing_only || reads_clock(*run.policy) || world_can_fail(s.world)) continue;
-    const auto [first, inserted] = trains.emplace(numerics_hash(s, *run.policy), &run);
-    if (!inserted) run.retime_from = PlannedRun::Reference{first->second->dir, first->second->hash, first->second->name};
+  const auto mine = [&](size_t position) {
+    return position % static_cast<size_t>(options.shard.count) == static_cast<size_t>(options.shard.index);
+  };
+  if (options.retime) {
+    // A run is re-timed from the plan's first run with its numerics when that one has finished (in
+    // any shard, earlier), else from the first of them in this shard's part, which then trains.
+    std::map<std::string, const PlannedRun*> first, first_here;  // by numerics hash
+    for (size_t i = 0; i < all.size(); ++i) {
+      PlannedRun& run = all[i];
+      const Scenario& s = run.point->scenario;
+      if (s.timing_only || reads_clock(*run.policy) || world_can_fail(s.world)) continue;
+      const std::string numerics = numerics_hash(s, *run.policy);
+      const auto [earliest, fresh] = first.emplace(numerics, &run);
+      if (!mine(i)) continue;
+      const PlannedRun* from = !fresh && earliest->second->finished ? earliest->second : nullptr;
+      if (!from) {
+        const auto [here, fresh_here] = first_here.emplace(numerics, &run);
+        if (!fresh_here) from = here->second;
+      }
+      if (from) run.retime_from = PlannedRun::Reference{from->dir, from->hash, from->name};
+    }
+  }
+  std::vector<PlannedRun> plan;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (mine(i)) plan.push_back(std::move(all[i]));
   }
   return plan;
 }

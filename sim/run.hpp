@@ -74,8 +74,8 @@ int effective_jobs(const RunOptions& options);
 
 // Every selected (point, policy) in a stable order (points in grid order, policies in scenario order),
 // the same on every machine for the same scenario file and labels, then only options.shard's part.
-// With options.retime, a run that may be re-timed from an earlier one of that part says so (a shard
-// trains what it needs itself).
+// With options.retime, a run that may be re-timed says from which run: the plan's first run with its
+// numbers if that one has finished (whichever shard ran it), else the first of them in this part.
 std::vector<PlannedRun> plan_runs(const Sweep& sweep, const RunOptions& options);
 
 // Simulates the runs that are not finished (all of them with options.recompute), at most `jobs` at once.

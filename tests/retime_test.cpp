@@ -141,12 +141,55 @@ TEST_CASE("re-timing: never across what changes the numbers, for a policy that r
   RunOptions retrain;
   retrain.retime = false;
   CHECK(trained(plan_of(scenario("retime-off", bandwidths), retrain)) == 4);
-  // A shard re-times only from runs of its own part (its numbers are on this machine).
+  // Within a shard's part, as within a whole plan.
   RunOptions half;
   half.shard = {1, 2};  // the diloco runs
   const auto shard = plan_of(scenario("retime-shard", bandwidths), half);
   REQUIRE(shard.size() == 2);
   CHECK(shard.at("bandwidth=50Mbps/diloco") == "bandwidth=5Mbps/diloco");
+}
+
+TEST_CASE("re-timing: a shard re-times from what another shard trained before it, and the parts are a whole run's files") {
+  // Positions: 0 5Mbps/ddp, 1 5Mbps/diloco, 2 50Mbps/ddp, 3 50Mbps/diloco; three shards.
+  const std::string path = scenario("retime-shards", "sweep:\n  platform.hosts[*].uplink.bandwidth: [5 Mbps, 50 Mbps]\n");
+  const Sweep sweep = load_sweep(path);
+  RunOptions part;
+  part.output_root = (fs::path(path).parent_path() / "sharded").string();
+  part.jobs = 2;
+  const auto plan_of_shard = [&](int index) {
+    part.shard = {index, 3};
+    return plan_runs(sweep, part);
+  };
+  // Shard 0 holds 5Mbps/ddp and 50Mbps/diloco: both train (5Mbps/diloco is shard 1's, not run yet).
+  std::vector<PlannedRun> zero = plan_of_shard(0);
+  REQUIRE(zero.size() == 2);
+  CHECK(!zero[0].retime_from);
+  CHECK(!zero[1].retime_from);
+  run_planned(zero, part);
+  // Shard 2's 50Mbps/ddp is re-timed from shard 0's 5Mbps/ddp, now finished; shard 1's run trains.
+  std::vector<PlannedRun> two = plan_of_shard(2);
+  REQUIRE(two.size() == 1);
+  REQUIRE(two[0].retime_from);
+  CHECK(two[0].retime_from->name == "bandwidth=5Mbps/ddp");
+  run_planned(two, part);
+  std::vector<PlannedRun> one = plan_of_shard(1);
+  REQUIRE(one.size() == 1);
+  CHECK(!one[0].retime_from);
+  run_planned(one, part);
+  part.shard = {0, 1};
+  REQUIRE(merge_runs(sweep, part).missing.empty());
+
+  RunOptions whole;
+  whole.output_root = (fs::path(path).parent_path() / "whole").string();
+  whole.retime = false;
+  run_sweep(sweep, whole);
+  const auto a = files_under(part.output_root), b = files_under(whole.output_root);
+  REQUIRE(a.size() == b.size());
+  for (const auto& [file, bytes] : b) {
+    CAPTURE(file);
+    REQUIRE(a.count(file) == 1);
+    CHECK(a.at(file) == bytes);
+  }
 }
 
 TEST_CASE("re-timing: from a run without exact losses (an older build's) the run trains itself, to the same files") {
