@@ -143,10 +143,17 @@ YAML::Node tree_with(const std::string& path, const std::vector<std::pair<std::s
   for (const auto& [key, value] : values) {
     std::vector<KeyPart> parts = split_key(key);
     if (parts.front().name == "platform" && parts.size() > 1 && root["platform"].IsScalar()) {
-      // The key reaches into a platform file: carry that file's tree into the scenario.
+      // The key reaches into a platform file: carry that file's tree into the scenario. The file is
+      // the one the scenario loaded (resolved as Section::file_path does: "a/../b" is "b", whether
+      // or not a/ exists).
       fs::path file = fs::path(root["platform"].Scalar());
       if (file.is_relative()) file = fs::path(path).parent_path() / file;
-      root["platform"] = YAML::LoadFile(file.string());
+      try {
+        root["platform"] = YAML::LoadFile(file.lexically_normal().string());
+      } catch (const YAML::Exception& e) {
+        throw std::invalid_argument("the platform file '" + file.lexically_normal().string() +
+                                    "' cannot be read: " + e.what());
+      }
     }
     put(root, parts, 0, value, "");
   }
