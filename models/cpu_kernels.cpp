@@ -42,17 +42,21 @@ bool opted_out() {
 
 const char* pinned_cpu_kernels() { return opted_out() ? "native" : pins()[0].value; }
 
-void pin_cpu_kernels(char** argv) {
-  if (opted_out()) return;
-  bool pinned = true;
+bool set_cpu_kernel_variables() {
+  if (opted_out()) return false;
+  bool changed = false;
   for (const Pin* p = pins(); p->name; ++p) {
     const char* now = std::getenv(p->name);
     if (!now || std::strcmp(now, p->value) != 0) {
       setenv(p->name, p->value, 1);
-      pinned = false;
+      changed = true;
     }
   }
-  if (pinned) return;
+  return changed;
+}
+
+void pin_cpu_kernels(char** argv) {
+  if (!set_cpu_kernel_variables()) return;
   execv("/proc/self/exe", argv);  // the same program and arguments, now with the variables set
   std::fprintf(stderr, "%s: warning: cannot re-execute to pin the CPU kernels (%s); results may differ between "
                "machines\n", argv[0], std::strerror(errno));

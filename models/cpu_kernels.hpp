@@ -16,6 +16,11 @@ namespace locosim {
 // user opted out, or re-executing failed: then it warns on stderr).
 void pin_cpu_kernels(char** argv);
 
+// Sets the three variables in this process's environment (nothing if the user opted out); returns
+// whether any changed. A program that starts another (sim/launcher.cpp) passes them on without
+// loading LibTorch itself; one that has loaded it must re-execute (pin_cpu_kernels).
+bool set_cpu_kernel_variables();
+
 // What is pinned, for resolved files and messages: "avx2", "default" or "native".
 const char* pinned_cpu_kernels();
 
