@@ -54,6 +54,17 @@ std::map<std::string, std::string> files_under(const fs::path& root) {
   return files;
 }
 
+// Every file under `a` is the file of the same name under `b`, byte for byte, and no file is missing.
+void check_same_files(const fs::path& a, const fs::path& b) {
+  const auto mine = files_under(a), theirs = files_under(b);
+  REQUIRE(mine.size() == theirs.size());
+  for (const auto& [file, bytes] : theirs) {
+    CAPTURE(file);
+    REQUIRE(mine.count(file) == 1);
+    CHECK(mine.at(file) == bytes);
+  }
+}
+
 const char* kGrid =
     "sweep:\n"
     "  platform.hosts[*].uplink.bandwidth: [2 Mbps, 20 Mbps, 200 Mbps]\n"
@@ -85,14 +96,8 @@ TEST_CASE("re-timing: a sweep over uplinks and inner steps trains 3 of its 12 ru
   REQUIRE(merged.missing.empty());
   run_sweep(sweep, retrained);
 
-  const auto a = files_under(retimed.output_root), b = files_under(retrained.output_root);
-  REQUIRE(a.size() == b.size());
-  CHECK(a.size() >= 12 * 7);
-  for (const auto& [file, bytes] : b) {
-    CAPTURE(file);
-    REQUIRE(a.count(file) == 1);
-    CHECK(a.at(file) == bytes);
-  }
+  CHECK(files_under(retimed.output_root).size() >= 12 * 8);  // 8 files a run, and the summaries
+  check_same_files(retimed.output_root, retrained.output_root);
   // Re-timed runs are timed anew, not copied: less bandwidth, a longer run; the same losses.
   const RunSummary& slow_ddp = merged.tables.front().at(0);
   const RunSummary& fast_ddp = merged.tables.back().at(0);
@@ -183,13 +188,7 @@ TEST_CASE("re-timing: a shard re-times from what another shard trained before it
   whole.output_root = (fs::path(path).parent_path() / "whole").string();
   whole.retime = false;
   run_sweep(sweep, whole);
-  const auto a = files_under(part.output_root), b = files_under(whole.output_root);
-  REQUIRE(a.size() == b.size());
-  for (const auto& [file, bytes] : b) {
-    CAPTURE(file);
-    REQUIRE(a.count(file) == 1);
-    CHECK(a.at(file) == bytes);
-  }
+  check_same_files(part.output_root, whole.output_root);
 }
 
 TEST_CASE("re-timing: from a run without exact losses (an older build's) the run trains itself, to the same files") {
