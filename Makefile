@@ -4,10 +4,13 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 600
 FUZZ_RUNS ?=
 
-.PHONY: deps build demo test bench fuzz clean
+.PHONY: deps bench-deps build demo test bench fuzz clean
 
 deps:
 	@./scripts/install-deps.sh
+
+bench-deps:
+	@./scripts/install-deps.sh --bench
 
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -21,7 +24,7 @@ test: build
 
 # Figures, not tests (bench/README.md): the swarm scale of timing-only runs, a full run's overhead
 # over its LibTorch work and the step pool's speed-up, and locosim against a plain PyTorch DiLoCo loop. Each prints one line per measurement.
-bench: build
+bench: build bench-deps
 	python3 bench/scale.py --locosim $(BUILD)/locosim
 	python3 bench/overhead.py --locosim $(BUILD)/locosim
 	python3 bench/peer.py --locosim $(BUILD)/locosim

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages locosim builds and runs with, and caches the default corpus.
+#   scripts/install-deps.sh [--bench]
 # Idempotent: does nothing when everything is already there.
 set -euo pipefail
 
@@ -12,6 +13,9 @@ packages=(
   python3-pandas python3-matplotlib jupyter-nbconvert python3-ipykernel
   slurmctld slurmd slurm-client munge  # the private test cluster of scripts/slurm-cluster.sh
 )
+
+# `make bench` (--bench) also needs PyTorch for the Python peer it races (bench/peer.py).
+if [ "${1:-}" = "--bench" ]; then packages+=(python3-torch); fi
 
 missing=()
 for p in "${packages[@]}"; do
