@@ -73,7 +73,7 @@ class Server : public ParameterServer {
     const torch::Tensor& meta = up.back();
     ++pushes_;
     for (size_t i = 0; i < theta_.size(); ++i) {
-      const torch::Tensor g = up[i].to(torch::kFloat32);
+      const torch::Tensor g = up[i].to(theta_[i].device(), torch::kFloat32);
       if (cfg_.outer == AsyncOuter::nesterov) {
         momentum_[i].mul_(beta).add_(g);
         theta_[i].sub_(eps * (g + beta * momentum_[i]));

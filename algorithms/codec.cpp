@@ -165,8 +165,11 @@ torch::Tensor through_wire(const torch::Tensor& x, WireFormat format) {
     case WireFormat::bf16: return x.to(torch::kBFloat16).to(x.scalar_type());
     case WireFormat::int8:
     case WireFormat::int4:
-    case WireFormat::e3m0:
-      return decode_quantized(encode_quantized(x, format), format, x.numel()).view(x.sizes()).to(x.scalar_type());
+    case WireFormat::e3m0: {
+      // The bytes are laid out in host memory, as on their way to a socket: a GPU tensor goes there.
+      const torch::Tensor bytes = encode_quantized(x.to(torch::kCPU), format);
+      return decode_quantized(bytes, format, x.numel()).view(x.sizes()).to(x.device(), x.scalar_type());
+    }
   }
   return x.clone();
 }

@@ -62,7 +62,8 @@ torch::Tensor ChunkedDct::encode(const torch::Tensor& x) const {
   }
   // (rb·br, cb·bc) → (rb, cb, br, bc): one block per leading index pair.
   torch::Tensor blocks = m.view({l.row_blocks, l.block_rows, l.col_blocks, l.block_cols}).permute({0, 2, 1, 3});
-  torch::Tensor coefficients = torch::matmul(torch::matmul(basis_rows_, blocks), basis_cols_.t());
+  const torch::Tensor rows = basis_rows_.to(m.device()), cols = basis_cols_.to(m.device());  // no copy on the CPU
+  torch::Tensor coefficients = torch::matmul(torch::matmul(rows, blocks), cols.t());
   return coefficients.reshape({l.chunks(), l.chunk_numel()});
 }
 
@@ -70,7 +71,8 @@ torch::Tensor ChunkedDct::decode(const torch::Tensor& coefficients) const {
   torch::NoGradGuard no_grad;
   const ChunkLayout& l = layout_;
   torch::Tensor c = coefficients.to(torch::kFloat32).reshape({l.row_blocks, l.col_blocks, l.block_rows, l.block_cols});
-  torch::Tensor blocks = torch::matmul(torch::matmul(basis_rows_.t(), c), basis_cols_);
+  const torch::Tensor rows = basis_rows_.to(c.device()), cols = basis_cols_.to(c.device());
+  torch::Tensor blocks = torch::matmul(torch::matmul(rows.t(), c), cols);
   torch::Tensor m = blocks.permute({0, 2, 1, 3}).reshape({l.row_blocks * l.block_rows, l.col_blocks * l.block_cols});
   if (l.padded()) m = m.slice(0, 0, l.rows).slice(1, 0, l.cols);
   return m.contiguous().view(l.shape);

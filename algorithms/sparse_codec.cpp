@@ -92,9 +92,9 @@ namespace {
 // Bit j of the result's byte j/8 (least significant first) is bits[j]. bits: kBool, 1-D.
 torch::Tensor pack_bits(const torch::Tensor& bits) {
   const int64_t n = bits.numel();
-  torch::Tensor padded = torch::zeros({(n + 7) / 8 * 8}, torch::kLong);
+  torch::Tensor padded = torch::zeros({(n + 7) / 8 * 8}, bits.options().dtype(torch::kLong));
   padded.slice(0, 0, n).copy_(bits.reshape({-1}));
-  torch::Tensor weights = torch::tensor({1, 2, 4, 8, 16, 32, 64, 128}, torch::kLong);
+  torch::Tensor weights = torch::tensor({1, 2, 4, 8, 16, 32, 64, 128}, torch::kLong).to(bits.device());
   return (padded.view({-1, 8}) * weights).sum(1).to(torch::kByte);
 }
 
@@ -110,8 +110,10 @@ SparsePayload SparseCodec::encode(const torch::Tensor& coefficients) const {
     // format's scale is a sum over them): int64 sends the positions 0 .. n-1 explicitly.
     kept = x;
     p.indices = implicit_positions()
-                    ? torch::empty({0}, torch::kByte)
-                    : torch::arange(chunk_numel_, torch::kLong).expand({chunks_, chunk_numel_}).contiguous();
+                    ? torch::empty({0}, x.options().dtype(torch::kByte))
+                    : torch::arange(chunk_numel_, x.options().dtype(torch::kLong))
+                          .expand({chunks_, chunk_numel_})
+                          .contiguous();
   } else {
     torch::Tensor pos = std::get<1>(torch::topk(x.abs(), k_, /*dim=*/1, /*largest=*/true, /*sorted=*/false));
     kept = x.gather(1, pos);
@@ -129,17 +131,20 @@ SparsePayload SparseCodec::encode(const torch::Tensor& coefficients) const {
     case SparseValues::bf16: p.values = kept.to(torch::kBFloat16).contiguous(); break;
     case SparseValues::sign:
       p.values = pack_bits(kept.lt(0));
-      p.scale = (kept.numel() > 0 ? kept.abs().mean() : torch::zeros({}, torch::kFloat32)).reshape({1});
+      p.scale = (kept.numel() > 0 ? kept.abs().mean() : torch::zeros({}, x.options())).reshape({1});
       break;
   }
-  if (!p.scale.defined()) p.scale = torch::empty({0}, torch::kFloat32);
+  if (!p.scale.defined()) p.scale = torch::empty({0}, x.options());
   return p;
 }
 
 torch::Tensor SparseCodec::positions(const std::vector<SparsePayload>& by_rank) const {
   const int64_t world = static_cast<int64_t>(by_rank.size());
   if (implicit_positions()) {
-    return torch::arange(chunk_numel_, torch::kLong).expand({world, chunks_, chunk_numel_}).contiguous();
+    const torch::Device device = by_rank.at(0).values.device();
+    return torch::arange(chunk_numel_, torch::TensorOptions(torch::kLong).device(device))
+        .expand({world, chunks_, chunk_numel_})
+        .contiguous();
   }
   std::vector<torch::Tensor> indices;
   for (const auto& p : by_rank) indices.push_back(p.indices);
@@ -159,7 +164,7 @@ torch::Tensor SparseCodec::values_fp32(const std::vector<SparsePayload>& by_rank
   }
   if (values_ != SparseValues::sign) return torch::stack(values).to(torch::kFloat32).view({world, chunks_, k_});
   // Each rank's bits were packed on their own (padded to a whole byte): unpack per row, then trim.
-  torch::Tensor weights = torch::tensor({1, 2, 4, 8, 16, 32, 64, 128}, torch::kLong);
+  torch::Tensor weights = torch::tensor({1, 2, 4, 8, 16, 32, 64, 128}, torch::kLong).to(values.at(0).device());
   torch::Tensor bits = torch::bitwise_and(torch::stack(values).to(torch::kLong).unsqueeze(2), weights).ne(0);
   torch::Tensor negative = bits.view({world, -1}).slice(1, 0, chunks_ * k_).reshape({world, chunks_, k_});
   // ±scale: 1 − 2·bit, times each rank's one scale for the tensor.
@@ -169,7 +174,7 @@ torch::Tensor SparseCodec::values_fp32(const std::vector<SparsePayload>& by_rank
 torch::Tensor SparseCodec::decode(const SparsePayload& payload) const {
   torch::NoGradGuard no_grad;
   const std::vector<SparsePayload> one = {payload};
-  torch::Tensor dense = torch::zeros({chunks_, chunk_numel_}, torch::kFloat32);
+  torch::Tensor dense = torch::zeros({chunks_, chunk_numel_}, payload.values.options().dtype(torch::kFloat32));
   return dense.scatter_(1, positions(one)[0], values_fp32(one)[0]);
 }
 
@@ -178,14 +183,14 @@ torch::Tensor SparseCodec::mean_decode(const std::vector<SparsePayload>& by_rank
   const int64_t world = static_cast<int64_t>(by_rank.size());
   torch::Tensor pos = positions(by_rank);     // (K, chunks, k')
   torch::Tensor values = values_fp32(by_rank);  // (K, chunks, k')
-  torch::Tensor sum = torch::zeros({chunks_, chunk_numel_}, torch::kFloat32);
+  const torch::TensorOptions fp32 = values.options().dtype(torch::kFloat32);
+  torch::Tensor sum = torch::zeros({chunks_, chunk_numel_}, fp32);
   // One scatter_add per rank, in rank order: a position appears at most once per chunk in a payload,
   // so every element receives one addition per rank and the fp32 sum's order is the rank order.
   for (int64_t r = 0; r < world; ++r) sum.scatter_add_(1, pos[r], values[r]);
   // Senders per coefficient: small integers, exact in fp32 in any order.
-  torch::Tensor count = torch::zeros({chunks_, chunk_numel_}, torch::kFloat32);
-  count.scatter_add_(1, pos.permute({1, 0, 2}).reshape({chunks_, world * k_}),
-                     torch::ones({chunks_, world * k_}, torch::kFloat32));
+  torch::Tensor count = torch::zeros({chunks_, chunk_numel_}, fp32);
+  count.scatter_add_(1, pos.permute({1, 0, 2}).reshape({chunks_, world * k_}), torch::ones({chunks_, world * k_}, fp32));
   return sum.div_(count.clamp_min(1));
 }
 

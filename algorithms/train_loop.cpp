@@ -37,11 +37,12 @@ TrainConfig TrainConfig::parse(Section& s) {
 double evaluate(TinyLlama& model, const Corpus& corpus, int64_t batches, int64_t batch_size) {
   TorchTimer timer(torch_time().eval_ns);
   torch::NoGradGuard no_grad;
+  const torch::Device device = model->parameters().at(0).device();
   double total = 0;
   for (int64_t b = 0; b < batches; ++b) {
     Batch batch = eval_batch(corpus, static_cast<int>(b), static_cast<int>(batch_size),
                              static_cast<int>(model->config().seq_len));
-    total += model->loss(batch.x_BT, batch.y_BT).item<double>();
+    total += model->loss(batch.x_BT.to(device), batch.y_BT.to(device)).item<double>();
   }
   return total / static_cast<double>(batches);
 }
@@ -55,7 +56,8 @@ TrainLoop::TrainLoop(TinyLlama model, Shard shard, const Corpus& corpus, Policy&
       transport_(transport),
       cfg_(cfg),
       flops_per_step_(flops_per_step),
-      recorder_(recorder) {}
+      recorder_(recorder),
+      device_(model_->parameters().at(0).device()) {}
 
 void TrainLoop::run(int64_t first_step) {
   const int64_t tokens_per_step = cfg_.batch_size * model_->config().seq_len;
@@ -73,7 +75,7 @@ void TrainLoop::run(int64_t first_step) {
       Batch batch = shard_.next(static_cast<int>(cfg_.batch_size));
       policy_.compute_step(transport_, flops_per_step_, [&] {
         model_->zero_grad();
-        torch::Tensor loss = model_->loss(batch.x_BT, batch.y_BT);
+        torch::Tensor loss = model_->loss(batch.x_BT.to(device_), batch.y_BT.to(device_));
         loss.backward();
         train_loss = loss.item<double>();
       });

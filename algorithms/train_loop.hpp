@@ -83,6 +83,7 @@ class TrainLoop {
   const TrainConfig& cfg_;
   double flops_per_step_;
   Recorder& recorder_;
+  torch::Device device_;  // the model's (runtime.device): batches go there
   int64_t steps_done_ = 0;
   bool finished_ = false;
   WorkTally tally_;

@@ -29,7 +29,7 @@ std::vector<uint8_t> tensor_bytes(const std::vector<torch::Tensor>& xs) {
     out.insert(out.end(), static_cast<const uint8_t*>(p), static_cast<const uint8_t*>(p) + n);
   };
   for (const auto& x : xs) {
-    const torch::Tensor c = x.detach().contiguous();
+    const torch::Tensor c = x.detach().to(torch::kCPU).contiguous();  // a GPU tensor: staged in host memory
     std::vector<int64_t> head = {static_cast<int64_t>(c.scalar_type()), c.dim()};
     for (int64_t d : c.sizes()) head.push_back(d);
     put(head.data(), head.size() * sizeof(int64_t));

@@ -20,11 +20,12 @@ using std::chrono::milliseconds;
 // How often a waiting member looks at the epoch's flag and the heartbeats.
 constexpr milliseconds kPoll{50};
 
-// One flat tensor of all xs (so one collective carries a policy's whole payload).
+// One flat tensor of all xs (so one collective carries a policy's whole payload), in host memory:
+// Gloo moves host buffers, and a GPU's tensors are staged there (config/device.hpp).
 torch::Tensor flatten(const std::vector<torch::Tensor>& xs) {
   std::vector<torch::Tensor> flat;
   for (const auto& x : xs) flat.push_back(x.detach().reshape({-1}));
-  return torch::cat(flat);
+  return torch::cat(flat).to(torch::kCPU);
 }
 
 std::vector<torch::Tensor> unflatten(const torch::Tensor& flat, const std::vector<torch::Tensor>& like) {
@@ -37,11 +38,11 @@ std::vector<torch::Tensor> unflatten(const torch::Tensor& flat, const std::vecto
   return out;
 }
 
-// The bytes of all xs, whatever their dtypes, in one uint8 tensor (one collective for a payload of
-// mixed dtypes: DeMo's indices, values and scales), and back.
+// The bytes of all xs, whatever their dtypes, in one uint8 tensor in host memory (one collective for
+// a payload of mixed dtypes: DeMo's indices, values and scales), and back onto each x's device.
 torch::Tensor pack_bytes(const std::vector<torch::Tensor>& xs) {
   std::vector<torch::Tensor> bytes;
-  for (const auto& x : xs) bytes.push_back(x.detach().contiguous().reshape({-1}).view(torch::kUInt8));
+  for (const auto& x : xs) bytes.push_back(x.detach().to(torch::kCPU).contiguous().reshape({-1}).view(torch::kUInt8));
   return bytes.empty() ? torch::empty({0}, torch::kUInt8) : torch::cat(bytes);
 }
 
@@ -50,7 +51,7 @@ std::vector<torch::Tensor> unpack_bytes(const torch::Tensor& packed, const std::
   int64_t offset = 0;
   for (const auto& x : like) {
     const int64_t n = x.numel() * static_cast<int64_t>(x.element_size());
-    out.push_back(packed.slice(0, offset, offset + n).clone().view(x.scalar_type()).view(x.sizes()));
+    out.push_back(packed.slice(0, offset, offset + n).clone().view(x.scalar_type()).view(x.sizes()).to(x.device()));
     offset += n;
   }
   return out;

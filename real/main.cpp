@@ -8,6 +8,7 @@
 
 #include <cstdio>
 
+#include "config/device.hpp"
 #include "config/error.hpp"
 #include "models/cpu_kernels.hpp"
 #include "real/launcher.hpp"
@@ -66,6 +67,7 @@ int main(int argc, char** argv) {
     check_replaceable(scenario_dir);
     check_replaceable(child_path(scenario_dir, policy.label));
     if (spawn > 0) {
+      training_device(scenario);  // a GPU this machine lacks: refused once, here, not by every rank
       if (spawn != scenario.world_size()) {
         throw std::invalid_argument("--spawn " + std::to_string(spawn) + ": the scenario's platform has " +
                                     std::to_string(scenario.world_size()) + " worker hosts");

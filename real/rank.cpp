@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "algorithms/train_loop.hpp"
+#include "config/device.hpp"
 #include "real/heartbeat.hpp"
 
 #include "real/store_format.hpp"
@@ -203,6 +204,7 @@ std::chrono::milliseconds watch_window(const RealOptions& options) {
 void run_rank(const Scenario& scenario, const PolicySpec& policy, const RankEnv& env, const RealOptions& options) {
   // A write to a lost peer's socket must fail (and the group re-form), not kill this rank.
   std::signal(SIGPIPE, SIG_IGN);
+  const torch::Device device = training_device(scenario, env.local_rank);  // refused before meeting the group
   const auto timeout = std::chrono::milliseconds(1000LL * options.timeout_s);
   const auto watch = watch_window(options);
   c10d::TCPStoreOptions store_options;
@@ -225,6 +227,7 @@ void run_rank(const Scenario& scenario, const PolicySpec& policy, const RankEnv&
   Corpus corpus = Corpus::from_file(scenario.data.path, scenario.data.eval_fraction);
   torch::manual_seed(scenario.seed);
   TinyLlama model(scenario.model);  // the same initial weights on every rank (and as the simulator)
+  model->to(device);
   Recorder recorder;
   C10dJob job{store, env.rank, env.world_size, gloo_device(env), timeout, heartbeat, watch};
   job.joining = rejoin;
@@ -273,7 +276,7 @@ void run_rank(const Scenario& scenario, const PolicySpec& policy, const RankEnv&
     }
     std::istringstream in(admission->state);
     torch::serialize::InputArchive archive;
-    archive.load_from(in);
+    archive.load_from(in, device);  // the sender's tensors onto this rank's device
     policy_impl->load(archive);
     recorder.event({env.rank, EventKind::join, admission->download_start_s, admission->download_end_s,
                     static_cast<double>(admission->state.size()) * wire_scale(scenario, *model), 0});

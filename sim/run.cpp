@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -23,6 +24,8 @@
 
 #include "algorithms/policies.hpp"
 #include "algorithms/torch_time.hpp"
+#include "config/device.hpp"
+#include "config/error.hpp"
 #include "report/output_file.hpp"
 #include "report/recorder_csv.hpp"
 #include "report/run_folder.hpp"
@@ -73,6 +76,9 @@ namespace {
                   task.name.c_str(), all_s, steps_s, step_threads, step_threads == 1 ? "" : "s", optimizer_s, eval_s,
                   torch_s > 0 ? all_s / torch_s : 0.0);
     }
+  } catch (const ConfigError& e) {  // what only the machine running it can refuse (runtime.device)
+    std::fprintf(stderr, "error: %s\n", e.what());
+    code = kExitBadInput;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "locosim: policy %s failed: %s\n", task.policy->label.c_str(), e.what());
     code = 1;
@@ -143,6 +149,7 @@ void run_tasks(const std::vector<const PlannedRun*>& tasks, const RunOptions& op
   ProgressBoard board(stdout, options.live_progress);
   std::map<pid_t, Running> running;
   std::vector<std::string> failures;
+  size_t bad_input = 0;  // of the failures: children that exited with kExitBadInput
   // Runs that train first: the re-timed ones wait for theirs (always a training run: no cycles).
   std::vector<const PlannedRun*> order = tasks;
   std::stable_partition(order.begin(), order.end(), [](const PlannedRun* t) { return !t->retime_from; });
@@ -219,6 +226,7 @@ void run_tasks(const std::vector<const PlannedRun*>& tasks, const RunOptions& op
                         elapsed, how.c_str(), t.dir.c_str());
           board.print(line);
         } else {
+          bad_input += WIFEXITED(status) && WEXITSTATUS(status) == kExitBadInput;
           failures.push_back(t.name + (WIFSIGNALED(status) ? " (killed by signal " + std::to_string(WTERMSIG(status)) + ")"
                                                            : " (exit " + std::to_string(WEXITSTATUS(status)) + ")"));
         }
@@ -240,6 +248,8 @@ void run_tasks(const std::vector<const PlannedRun*>& tasks, const RunOptions& op
   if (!failures.empty()) {
     std::string list;
     for (const auto& f : failures) list += (list.empty() ? "" : ", ") + f;
+    // Refused by their scenario on this machine (the reason is above): bad input, exit 2.
+    if (bad_input == failures.size()) throw std::invalid_argument("policies refused: " + list);
     throw std::runtime_error("policies failed: " + list);
   }
 }
@@ -349,6 +359,46 @@ std::vector<PlannedRun> plan_runs(const Sweep& sweep, const RunOptions& options)
   return plan;
 }
 
+// Refuses, before any folder is touched, a device this machine cannot train on (runtime.device). It is
+// asked in a child process: CUDA started in this one would not work in the runs forked after it.
+static void check_devices(const std::vector<const PlannedRun*>& tasks) {
+  std::set<std::string> asked;
+  for (const PlannedRun* t : tasks) {
+    const Scenario& scenario = t->point->scenario;
+    if (scenario.device == "cpu" || scenario.timing_only || t->retime_from || !asked.insert(scenario.device).second) {
+      continue;
+    }
+    int fds[2];
+    if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    const pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    if (pid == 0) {
+      close(fds[0]);
+      int code = 0;
+      try {
+        training_device(scenario);
+      } catch (const std::exception& e) {
+        const std::string message = e.what();
+        code = write(fds[1], message.data(), message.size()) < 0 ? 1 : kExitBadInput;
+      }
+      std::_Exit(code);
+    }
+    close(fds[1]);
+    std::string message;
+    char buf[1024];
+    ssize_t n;
+    while ((n = read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) message.append(buf, n > 0 ? n : 0);
+    close(fds[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      throw std::invalid_argument(message.empty() ? "runtime.device " + scenario.device + ": the check failed"
+                                                  : message);
+    }
+  }
+}
+
 void run_planned(const std::vector<PlannedRun>& runs, const RunOptions& options) {
   if (runs.empty()) return;
   std::vector<const PlannedRun*> tasks;
@@ -361,6 +411,7 @@ void run_planned(const std::vector<PlannedRun>& runs, const RunOptions& options)
   // replaced, before anything runs.
   for (const fs::path& dir : folders) remove_stale_temporaries(dir);
   if (tasks.empty()) return;
+  check_devices(tasks);
   for (const fs::path& dir : folders) claim_folder(dir);
   for (const PlannedRun* t : tasks) check_replaceable(t->dir);
   run_tasks(tasks, options);

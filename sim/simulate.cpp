@@ -7,6 +7,7 @@
 
 #include <cstdio>
 
+#include "config/device.hpp"
 #include "report/recorder_csv.hpp"
 #include "report/summary.hpp"
 #include "report/trace.hpp"
@@ -30,6 +31,7 @@ std::string fmt_s(double v) {
 
 TinyLlama copy_of(const TinyLlama& reference, const LlamaConfig& cfg) {
   TinyLlama model(cfg);
+  model->to(reference->parameters().at(0).device());
   torch::NoGradGuard no_grad;
   auto mine = model->parameters();
   auto theirs = reference->parameters();
@@ -70,6 +72,7 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   Corpus corpus = Corpus::from_file(scenario.data.path, scenario.data.eval_fraction);
   torch::manual_seed(scenario.seed);
   TinyLlama reference(scenario.model);  // every policy and worker starts from these weights
+  if (!timing_only) reference->to(training_device(scenario));  // initialized on the CPU: the same weights
   const double step_flops = flops_per_step(scenario, *reference);
 
   Recorder recorder;

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <regex>
 
+#include <torch/cuda.h>
+
 #include "tests/cli_util.hpp"
 #include "tests/doctest_torch.hpp"
 
@@ -77,6 +79,10 @@ TEST_CASE("cli: malformed scenarios each give their specific message, exit 2, an
       {"unknown numerics", "policies:\n", "numerics: some\npolicies:\n", "numerics: must be one of: full, none; got 'some'"},
       {"unknown flows", "policies:\n", "network: {flows: approximate}\npolicies:\n",
        "network.flows: must be one of: exact, aggregated; got 'approximate'"},
+      {"unknown device", "policies:\n", "runtime: {device: gpu}\npolicies:\n",
+       "runtime.device: must be cpu, cuda or cuda:N (N a GPU index from 0 to 63), got 'gpu'"},
+      {"device index out of range", "policies:\n", "runtime: {device: 'cuda:64'}\npolicies:\n",
+       "runtime.device: must be cpu, cuda or cuda:N"},
       {"unknown trace detail", "policies:\n", "report: {trace: all}\npolicies:\n",
        "report.trace: must be one of: messages, collectives, none; got 'all'"},
       {"link bucket of 1 ns", "policies:\n", "report: {link_bucket: 1 ns}\npolicies:\n",
@@ -151,6 +157,32 @@ TEST_CASE("cli: a FIFO or a device as corpus, platform or scenario is refused at
   CliResult device = run_locosim("run /dev/zero -o out", dir);
   CHECK(device.exit_code == 2);
   CHECK(device.err.find("/dev/zero: is a device, not a regular file") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("cli: runtime.device: cuda without a usable GPU is refused at its line by both backends, nothing written") {
+  if (torch::cuda::is_available()) {
+    MESSAGE("skipped: this LibTorch can use a GPU, so cuda is not refused here");
+    return;
+  }
+  const std::string dir = scratch_dir("device");
+  write_corpus(dir + "/corpus.txt", 20000);
+  write_file(dir + "/s.yaml", replaced(small_scenario_yaml(), "policies:\n", "runtime:\n  device: cuda\npolicies:\n"));
+  CliResult checked = run_locosim("check s.yaml", dir);  // a scenario for GPU nodes, checked on a login node
+  CHECK(checked.exit_code == 0);
+  const std::string message = "runtime.device: cuda: this LibTorch (";
+  CliResult r = run_locosim("run s.yaml -o out", dir);
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(std::regex_search(r.err, std::regex("error: s\\.yaml:[0-9]+:[0-9]+: runtime\\.device: cuda: this LibTorch")));
+  CHECK(r.err.find("can use no GPU: it was built without CUDA") != std::string::npos);
+  CHECK(r.err.find("-DTorch_DIR=") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir + "/out"));
+  CliResult real = run_locosim("s.yaml -p ddp --spawn 2 -o real", dir, "locosim-real");
+  CAPTURE(real.err);
+  CHECK(real.exit_code == 2);
+  CHECK(real.err.find(message) != std::string::npos);
+  CHECK_FALSE(fs::exists(dir + "/real/small/ddp"));
   fs::remove_all(dir);
 }
 
