@@ -18,7 +18,8 @@ bool valid_device_name(const std::string& name);
 // The device this process trains on. `cuda` is GPU local_rank modulo the GPUs visible (a rank per GPU
 // on a node); `cuda:N` is GPU N. Throws ConfigError at runtime.device's line when this LibTorch cannot
 // use that GPU (built without CUDA, no GPU visible, too few GPUs). On a GPU it also asks LibTorch for
-// deterministic kernels, so that a scenario and seed give the same numbers run after run on that GPU.
+// deterministic kernels, so that a scenario and seed give the same numbers run after run on that GPU
+// (where LibTorch has no deterministic kernel for an op, it warns, naming the op).
 torch::Device training_device(const Scenario& scenario, int local_rank = 0);
 
 }  // namespace locosim
