@@ -36,7 +36,7 @@ const PolicySpec& choose_policy(const Scenario& scenario, const std::string& lab
 
 int main(int argc, char** argv) {
   pin_cpu_kernels(argv);  // first: the same numbers on every x86-64 machine (and as the simulator)
-  CLI::App app{"locosim-real: one policy of a scenario on a real cluster (torch c10d: Gloo on CPU)"};
+  CLI::App app{"locosim-real: one policy of a scenario on a real cluster (torch c10d: Gloo)"};
   std::string file, label, reduce = "exact";
   RealOptions options;
   int spawn = 0;
