@@ -1,6 +1,7 @@
 // The real cluster's Transport: the same calls on c10d process groups (Gloo, on host memory: a GPU's
-// tensors are staged there); compute just runs the work; time is the wall clock. When a member is lost, the survivors re-form the group
-// among themselves and go on (a failed collective's wait() returns false, as the seam says).
+// tensors are staged there); compute just runs the work; time is the wall clock. When a member is
+// lost, the survivors re-form the group among themselves and go on (a failed collective's wait()
+// returns false, as the seam says).
 #pragma once
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
