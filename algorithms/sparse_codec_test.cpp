@@ -196,3 +196,32 @@ TEST_CASE("sparse: int64 indices weigh 8 bytes each, always, and decode to what 
   CHECK(sparse_indices_name(SparseIndices::packed) == "packed");
   CHECK(sparse_values_from_name("fp32") == SparseValues::fp32);
 }
+
+// runtime.device: DeMo's DCT and sparse codec make their tensors on their input's device. Run on torch's
+// meta device (shapes, no values), a tensor made on the CPU and mixed in fails the operation, so this
+// checks on a CPU-only LibTorch what a GPU run relies on. LibTorch 1.13 has no meta kernel for abs, so
+// only whole chunks in the float formats run here (top-k and the sign format take |X|).
+TEST_CASE("sparse: the DCT and whole-chunk payloads keep their input's device") {
+  const auto on_meta = [](const torch::Tensor& t) { return t.device().type() == torch::kMeta; };
+  const torch::Tensor weight = torch::empty({48, 40}, torch::TensorOptions(torch::kFloat32).device(torch::kMeta));
+  const ChunkedDct dct({48, 40}, 16);
+  const torch::Tensor coefficients = dct.encode(weight);
+  CHECK(on_meta(coefficients));
+  CHECK(on_meta(dct.decode(coefficients)));
+  const ChunkLayout& l = dct.layout();
+  for (SparseValues values : {SparseValues::fp32, SparseValues::fp16, SparseValues::bf16}) {
+    for (SparseIndices indices : {SparseIndices::packed, SparseIndices::int64}) {  // implicit and explicit positions
+      CAPTURE(sparse_values_name(values));
+      CAPTURE(sparse_indices_name(indices));
+      const SparseCodec codec(l.chunks(), l.chunk_numel(), l.chunk_numel(), values, indices);
+      const SparsePayload payload = codec.encode(coefficients);
+      CHECK(on_meta(payload.values));
+      CHECK(on_meta(payload.indices));
+      CHECK(on_meta(payload.scale));
+      const torch::Tensor mean = codec.mean_decode({payload, payload, payload});
+      CHECK(on_meta(codec.decode(payload)));
+      CHECK(on_meta(mean));
+      CHECK(mean.sizes() == coefficients.sizes());
+    }
+  }
+}
