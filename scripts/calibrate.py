@@ -2,7 +2,7 @@
 """Calibration: measures this machine's network stack and compute, and writes what a platform names.
 
   sudo scripts/calibrate.py network [-o platforms/calibration/tcp-emulated.yaml] [--build build]
-  scripts/calibrate.py compute scenarios/quickstart.yaml [--name cpu-host] [--build build]
+  scripts/calibrate.py compute scenarios/quickstart.yaml [--name cpu-host] [--device cuda] [--build build]
 
 network: runs the real backend (locosim-real, Gloo over TCP) inside network namespaces shaped like a
 set of small platforms (scripts/emulate_wan.py builds them: message sizes from two model sizes, 2 and
@@ -12,8 +12,9 @@ predicts them: a scenario names the file as `network: {model: tcp, calibration: 
 window is read from this kernel (tcp_rmem's maximum, halved by tcp_adv_win_scale). Latency cannot be
 emulated here (no netem): the factors are fitted at veth latencies, and latency_factor stays 1.
 
-compute: runs the scenario's model for real on one worker (no root needed), measures its mean step,
-and prints the accelerator entry (peak x efficiency) that makes the simulator's step take as long.
+compute: runs the scenario's model for real on one worker (no root needed), on its runtime.device
+or --device (a GPU: a locosim built against a LibTorch with CUDA), measures its mean step, and prints
+the accelerator entry (peak x efficiency) that makes the simulator's step take as long.
 
 Exit codes: 0 done, 2 bad input, 3 cannot run here (not root, no ip/tc), 1 a run failed.
 """
@@ -169,22 +170,33 @@ def compute(args):
     if data.get("path", "kjv") != "kjv":
         data["path"] = os.path.join(os.path.dirname(scenario_path), data["path"])
     one["data"] = data
+    runtime = dict(one.get("runtime") or {})
+    if args.device:
+        runtime["device"] = args.device
+    device = runtime.get("device", "cpu")
     work = tempfile.mkdtemp(prefix="locosim-calibrate-")
     try:
-        path = os.path.join(work, "one.yaml")
+        # The real run measures the step on the device; the simulated one only prices it (on the CPU).
+        path, sim_path = os.path.join(work, "one.yaml"), os.path.join(work, "sim.yaml")
         with open(path, "w") as f:
-            yaml.safe_dump(one, f)
-        subprocess.run([os.path.join(build, "locosim-real"), path, "--spawn", "1", "-o", os.path.join(work, "real")],
-                       check=True, stdout=subprocess.DEVNULL)
-        subprocess.run([os.path.join(build, "locosim"), "run", path, "-o", os.path.join(work, "sim")],
+            yaml.safe_dump(dict(one, runtime=runtime), f)
+        with open(sim_path, "w") as f:
+            yaml.safe_dump(dict(one, runtime=dict(runtime, device="cpu")), f)
+        real = subprocess.run([os.path.join(build, "locosim-real"), path, "--spawn", "1", "-o",
+                               os.path.join(work, "real")], stdout=subprocess.DEVNULL)
+        if real.returncode != 0:  # its reason is on stderr (exit 2: e.g. a device this machine lacks)
+            print("calibrate: the step could not be measured on %s (above; the file named is the probe "
+                  "scenario made from %s)" % (device, args.scenario), file=sys.stderr)
+            return real.returncode
+        subprocess.run([os.path.join(build, "locosim"), "run", sim_path, "-o", os.path.join(work, "sim")],
                        check=True, stdout=subprocess.DEVNULL)
         real_s = wan.mean_step_s(os.path.join(work, "real", "calibrate-compute", "ddp", "events.csv"), 0)
         unit_s = wan.mean_step_s(os.path.join(work, "sim", "calibrate-compute", "ddp", "events.csv"), 0)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     peak = unit_s * 1e12 / real_s
-    print("# %s's measured speed for %s (%d steps), from scripts/calibrate.py compute:" %
-          (pyplatform.node(), os.path.basename(scenario_path), args.steps))
+    print("# %s's measured speed for %s (%d steps on %s), from scripts/calibrate.py compute:" %
+          (pyplatform.node(), os.path.basename(scenario_path), args.steps, device))
     print("accelerators:\n  %s: {peak: %.4g TFLOPS, efficiency: 1.0}" % (args.name, peak / 1e12))
     return 0
 
@@ -199,6 +211,8 @@ def main():
     c.add_argument("scenario")
     c.add_argument("--name", default="this-host", help="the accelerator's name in the entry")
     c.add_argument("--steps", type=int, default=20)
+    c.add_argument("--device", help="cpu, cuda or cuda:N: where the step is measured (default: the scenario's "
+                   "runtime.device)")
     c.add_argument("--build", default="build")
     args = ap.parse_args()
     return network(args) if args.what == "network" else compute(args)
