@@ -47,14 +47,12 @@ int spawn_local_ranks(int n, const std::string& program, const std::vector<std::
   const std::string port = std::to_string(free_port());
   std::map<pid_t, int> rank_of;
   StopSignals stop_signals;
-  const pid_t parent = getpid();
   std::fflush(stdout);
   std::fflush(stderr);
   for (int rank = 0; rank < n; ++rank) {
-    pid_t pid = fork();
+    pid_t pid = StopSignals::fork_child();
     if (pid < 0) throw std::runtime_error("cannot fork rank " + std::to_string(rank));
     if (pid == 0) {
-      StopSignals::child_defaults(parent);
       setenv("RANK", std::to_string(rank).c_str(), 1);
       setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
       setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);

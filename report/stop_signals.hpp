@@ -21,20 +21,25 @@ class Interrupted : public std::runtime_error {
 
 class StopSignals {
  public:
-  StopSignals();   // installs the handlers (without SA_RESTART: a blocking call returns EINTR)
-  ~StopSignals();  // restores the previous ones
+  // Installs the handlers (without SA_RESTART: a blocking call returns EINTR) and unblocks the
+  // signals, should this process have inherited them blocked.
+  StopSignals();
+  ~StopSignals();  // restores the previous handlers and signal mask
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
 
   // The first stop signal received since construction, or 0.
   static int received();
 
-  // For a forked child: default actions again, and SIGTERM when the parent dies (even by SIGKILL),
-  // so that no orphan keeps running. Exits at once if the parent is already gone.
-  static void child_defaults(pid_t parent);
+  // fork(2) for a driver that stops its children with SIGTERM. The child has the default actions
+  // again (a SIGTERM sent the moment fork returns kills it: the signals stay blocked until then, so
+  // none reaches the parent's handler in the child) and gets SIGTERM when the parent dies, even by
+  // SIGKILL, so that no orphan keeps running; it exits at once if the parent is already gone.
+  static pid_t fork_child();
 
  private:
   struct sigaction old_[3];
+  sigset_t old_mask_;
 };
 
 }  // namespace locosim

@@ -119,12 +119,25 @@ void drain(Running& r) {
   }
 }
 
-// Stops every running child (SIGTERM), waits for it and drops its unfinished folder.
+// Stops every running child (SIGTERM, then SIGKILL for one still there after kStopGrace), waits for
+// it and drops its unfinished folder.
 void stop_all(std::map<pid_t, Running>& running) {
+  constexpr auto kStopGrace = std::chrono::seconds(10);
   for (const auto& [pid, r] : running) kill(pid, SIGTERM);
+  const auto deadline = Clock::now() + kStopGrace;
   for (auto& [pid, r] : running) {
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    pid_t got;
+    while ((got = waitpid(pid, &status, WNOHANG)) == 0 || (got < 0 && errno == EINTR)) {
+      if (got == 0 && Clock::now() > deadline) {
+        std::fprintf(stderr, "locosim: policy %s did not stop %lld s after SIGTERM; killing it\n", r.task->name.c_str(),
+                     static_cast<long long>(kStopGrace.count()));
+        kill(pid, SIGKILL);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     if (r.fd >= 0) close(r.fd);
   }
@@ -165,7 +178,6 @@ void run_tasks(const std::vector<const PlannedRun*>& tasks, const RunOptions& op
     return nullptr;
   };
   size_t done = 0;
-  const pid_t parent = getpid();
   try {
     while (done < order.size()) {
       if (const int signal = StopSignals::received()) throw Interrupted(signal);
@@ -182,10 +194,9 @@ void run_tasks(const std::vector<const PlannedRun*>& tasks, const RunOptions& op
         if (pipe(fds) != 0) throw std::runtime_error("cannot create a pipe for policy " + t.name);
         std::fflush(stdout);
         std::fflush(stderr);
-        pid_t pid = fork();
+        pid_t pid = StopSignals::fork_child();
         if (pid < 0) throw std::runtime_error("cannot fork a process for policy " + t.name);
         if (pid == 0) {
-          StopSignals::child_defaults(parent);
           close(fds[0]);
           child(t, staged->path().string(), fds[1], step_threads(t.point->scenario), options.cost, retime);
         }
