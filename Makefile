@@ -3,6 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 600
 FUZZ_RUNS ?=
+PEER ?= ../shared/peers/diloco_peer.py
 
 .PHONY: deps bench-deps build demo test bench fuzz clean
 
@@ -23,11 +24,13 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # Figures, not tests (bench/README.md): the swarm scale of timing-only runs, a full run's overhead
-# over its LibTorch work and the step pool's speed-up, and locosim against a plain PyTorch DiLoCo loop. Each prints one line per measurement.
+# over its LibTorch work and the step pool's speed-up, and locosim against a plain PyTorch DiLoCo loop
+# (PEER, skipped with a line saying so where there is none). Each prints one line per measurement.
 bench: build bench-deps
 	python3 bench/scale.py --locosim $(BUILD)/locosim
 	python3 bench/overhead.py --locosim $(BUILD)/locosim
-	python3 bench/peer.py --locosim $(BUILD)/locosim
+	@if [ -f "$(PEER)" ]; then python3 bench/peer.py --locosim $(BUILD)/locosim --peer "$(PEER)"; \
+	else echo "peer skipped: no Python DiLoCo loop at $(PEER) (make bench PEER=path/to/diloco_peer.py)"; fi
 
 # The loader fuzzer (fuzz/README.md): FUZZ_SECONDS of fuzzing, or FUZZ_RUNS inputs when that is set.
 fuzz: deps
