@@ -2,6 +2,7 @@
 // the group re-formed among the survivors when a member is lost (see the header for the protocol).
 #include "real/c10d_transport.hpp"
 
+#include "real/relay.hpp"
 #include "real/store_format.hpp"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -393,6 +394,7 @@ Pending C10dTransport::gather(const std::vector<torch::Tensor>& mine, double byt
                               std::vector<std::vector<torch::Tensor>>& out, int salvages_left) {
   std::vector<torch::Tensor> copy;  // taken now, for a salvage after a failure
   for (const auto& x : mine) copy.push_back(x.detach().clone());
+  if (job_.relay) return relay_gather(copy, bytes, out);
   std::shared_ptr<Flight> f;
   // One c10d all-gather of the payload's bytes (as the simulator moves one collective of `bytes`).
   auto gathered = std::make_shared<std::vector<std::vector<at::Tensor>>>(1);
@@ -426,6 +428,33 @@ Pending C10dTransport::gather(const std::vector<torch::Tensor>& mine, double byt
     }
     return false;
   });
+}
+
+// Through the relay: this rank uploads its payload once and downloads the others' (as the simulator's
+// relay all-gather). A failure (a rank or the relay gone) fails the run: the relay serves static groups.
+Pending C10dTransport::relay_gather(const std::vector<torch::Tensor>& copy, double bytes,
+                                    std::vector<std::vector<torch::Tensor>>& out) {
+  const double start = now_s();
+  const torch::Tensor packed = pack_bytes(copy);
+  const auto* data = packed.data_ptr<uint8_t>();
+  std::vector<std::vector<uint8_t>> others = job_.relay->all_gather(std::vector<uint8_t>(data, data + packed.numel()));
+  const double end = now_s();
+  out.assign(world_size(), {});
+  for (int r = 0; r < world_size(); ++r) {
+    if (r == rank()) {
+      for (const auto& x : copy) out[r].push_back(x.clone());
+      continue;
+    }
+    if (static_cast<int64_t>(others[r].size()) != packed.numel()) {
+      throw std::runtime_error("relay: rank " + std::to_string(r) + " sent " + std::to_string(others[r].size()) +
+                               " bytes where this rank sent " + std::to_string(packed.numel()));
+    }
+    out[r] = unpack_bytes(torch::from_blob(others[r].data(), {packed.numel()}, torch::kUInt8), copy);
+  }
+  recorder_.event({rank(), EventKind::wait, start, end, 0, -1});
+  recorder_.event({rank(), EventKind::send, start, end, bytes, world_size()});  // the relay is peer K
+  recorder_.event({rank(), EventKind::recv, start, end, (world_size() - 1) * bytes, world_size()});
+  return Pending();
 }
 
 }  // namespace locosim

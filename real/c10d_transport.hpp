@@ -18,6 +18,8 @@
 
 namespace locosim {
 
+class RelayClient;  // real/relay.hpp
+
 // How all_reduce_mean travels on a real cluster.
 //   exact:  all-gather of the wire-rounded contributions, then mean_in_rank_order on every rank —
 //           the simulator's numerics bit for bit ((K-1)·S per rank on the wire: parity runs).
@@ -37,6 +39,9 @@ struct C10dJob {
   bool joining = false;                              // a restarted rank: no epoch 0; await_admission()
   // Opens another connection to the job's store (rank 0's parameter server talks on its own).
   std::function<c10::intrusive_ptr<c10d::Store>()> connect;
+  // When set, all_gather goes through this relay (real/relay.hpp) instead of a Gloo all-gather:
+  // static groups only (a lost rank fails the run).
+  std::shared_ptr<RelayClient> relay;
 };
 
 // Rejoining. Rank 0 sets "job/started" once epoch 0 is formed and keeps "group/current" = [epoch,
@@ -141,6 +146,8 @@ class C10dTransport : public Transport {
   bool member_silent() const;
   Pending gather(const std::vector<torch::Tensor>& mine, double bytes, std::vector<std::vector<torch::Tensor>>& out,
                  int salvages_left);
+  Pending relay_gather(const std::vector<torch::Tensor>& copy, double bytes,
+                       std::vector<std::vector<torch::Tensor>>& out);
 
   C10dJob job_;
   ReduceMode mode_;

@@ -21,7 +21,7 @@
 #include "algorithms/train_loop.hpp"
 #include "config/device.hpp"
 #include "real/heartbeat.hpp"
-
+#include "real/relay.hpp"
 #include "real/store_format.hpp"
 #include "report/link_report.hpp"
 #include "report/output_file.hpp"
@@ -238,6 +238,12 @@ void run_rank(const Scenario& scenario, const PolicySpec& policy, const RankEnv&
     client.timeout = timeout;
     return c10::intrusive_ptr<c10d::Store>(c10::make_intrusive<c10d::TCPStore>(env.master_addr, client));
   };
+  if (!options.relay.empty()) {
+    job.relay = std::make_shared<RelayClient>(options.relay, env.rank, env.world_size, timeout);
+  } else if (env.rank == 0 && scenario.network.all_gather == AllGatherAlgorithm::relay) {
+    std::fprintf(stderr, "locosim-real: the scenario's all-gathers go through a relay, but no --relay was given: "
+                 "they use Gloo's all-gather instead (start one with locosim-real --serve-relay; --spawn does)\n");
+  }
   C10dTransport transport(std::move(job), options.reduce, recorder);
   PolicyContext ctx{model->parameters(), &transport, scenario.train.optimizer, scenario.train.steps,
                     wire_scale(scenario, *model)};

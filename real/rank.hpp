@@ -14,6 +14,7 @@ struct RealOptions {
   std::string output_root = "runs-real";
   ReduceMode reduce = ReduceMode::exact;
   int timeout_s = 60;   // a collective or rendezvous that takes longer fails (the group re-forms without the lost)
+  std::string relay;    // host:port of a relay (real/relay.hpp) for the all-gathers; empty: Gloo's
 };
 
 // Runs `policy` as this rank. Returns normally when the job completed (rank 0 has written

@@ -443,3 +443,53 @@ TEST_CASE("real: asynchronous DiLoCo on 3 ranks applies the simulator's pushes i
   CHECK(committed == version);
   fs::remove_all(dir);
 }
+
+TEST_CASE("real: DeMo's all-gathers through the relay give the simulator's losses, each rank uploading once to it") {
+  std::string yaml = replaced(small_scenario_yaml(), "steps: 12", "steps: 8");
+  yaml = replaced(yaml, "data:", "    - {name: third, accelerator: gpu, uplink: {bandwidth: 20 Mbps, latency: 10 ms}, "
+                                 "downlink: {bandwidth: 200 Mbps, latency: 10 ms}}\n"
+                                 "  relay: {uplink: {bandwidth: 1 Gbps, latency: 5 ms}, downlink: {bandwidth: 1 Gbps, "
+                                 "latency: 5 ms}}\nnetwork: {all_gather: relay}\ndata:");
+  yaml = yaml.substr(0, yaml.find("policies:")) + "policies:\n  - {name: demo, lr: 1.0e-3, topk: 8, chunk: 16}\n";
+  const std::string dir = scratch_dir("relay");
+  write_corpus(dir + "/corpus.txt", 20000);
+  write_file(dir + "/s.yaml", yaml);
+  REQUIRE(run_locosim("run s.yaml -o sim", dir).exit_code == 0);
+  CliResult r = run_locosim("s.yaml --spawn 3 -o real --timeout 30", dir, "locosim-real");
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("no --relay") == std::string::npos);  // the launcher served one
+  const std::string sim = dir + "/sim/small/demo", real = dir + "/real/small/demo";
+  CHECK(without_times(read_file(real + "/metrics.csv")) == without_times(read_file(sim + "/metrics.csv")));
+  CHECK(read_file(real + "/exact_losses.csv") == read_file(sim + "/exact_losses.csv"));
+  // Every rank's all-gathers went to the relay (peer 3, the world size): one upload of its payload
+  // and the two others' payloads down, as the simulator's relay moves them.
+  std::istringstream events(read_file(real + "/events.csv"));
+  std::string line;
+  std::getline(events, line);
+  std::map<std::string, int> relay_rows;  // "worker kind" -> rows with the relay as peer
+  int sends = 0;
+  while (std::getline(events, line)) {
+    std::vector<std::string> f;
+    std::istringstream cells(line);
+    for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
+    if (line.back() == ',') f.push_back("");  // no peer (compute)
+    REQUIRE(f.size() == 6);
+    if (f[1] == "send") ++sends;
+    if (f[5] == "3") {
+      ++relay_rows[f[0] + " " + f[1]];
+      if (f[1] == "recv") CHECK(std::stod(f[4]) > 0);
+    }
+  }
+  CHECK(sends > 0);
+  for (const char* worker : {"0", "1", "2"}) {
+    CAPTURE(worker);
+    CHECK(relay_rows[std::string(worker) + " send"] == 8);  // one all-gather per step
+    CHECK(relay_rows[std::string(worker) + " recv"] == 8);
+  }
+  r = run_locosim("s.yaml --spawn 3 -o again --relay relay-host", dir, "locosim-real");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--relay relay-host: expected host:port") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir + "/again"));
+  fs::remove_all(dir);
+}

@@ -10,6 +10,8 @@ its namespace side, its downlink on the bridge side. netem is not available on t
 only bandwidth is emulated: latencies are not, and the prediction is made with the platform's
 latencies set to 50 us (a veth hop). Compute speed is calibrated from the real run: each host's
 accelerator is replaced by one whose speed makes a simulated step take the measured mean step.
+A relay with links of its own (`relay: {uplink, downlink}`) gets a namespace of its own, where
+`locosim-real --serve-relay` runs; the ranks' all-gathers go through it (--relay).
 Sites are emulated as a bridge per site behind one shaped veth pair: traffic leaving site s is
 shaped to its WAN entry's bandwidth (or its uplink), traffic entering it to its downlink; so a WAN
 matrix is supported between two sites (more would need per-destination classes).
@@ -58,6 +60,17 @@ def expand_hosts(platform):
                 host["down_bps"] = parse_bps(h["downlink"]["bandwidth"])
             hosts.append(host)
     return hosts
+
+
+def relay_host(platform):
+    """The relay as an emulated host (its own links), or None: a relay in a site is not emulated."""
+    relay = platform.get("relay")
+    if not relay:
+        return None
+    if "uplink" not in relay:
+        sys.exit("emulate_wan: a relay in a site is not emulated; give it uplink and downlink")
+    return {"name": relay.get("name", "relay"), "site": None, "up_bps": parse_bps(relay["uplink"]["bandwidth"]),
+            "down_bps": parse_bps(relay["downlink"]["bandwidth"])}
 
 
 def site_links(platform):
@@ -136,15 +149,32 @@ def teardown(n):
     sh("ip", "link", "del", PREFIX + "br", check=False)
 
 
-def run_real(build, scenario_path, label, hosts, out, timeout_s):
-    procs = []
+RELAY_PORT = 29613
+
+
+def run_real(build, scenario_path, label, hosts, out, timeout_s, relay=False):
+    """Runs the policy for real, a rank per namespace; with relay, the relay in namespace K (the
+    namespace after the workers')."""
+    procs, server = [], None
+    extra = []
+    if relay:
+        k = len(hosts)
+        server = subprocess.Popen(["ip", "netns", "exec", "%s%d" % (PREFIX, k), os.path.join(build, "locosim-real"),
+                                   scenario_path, "--serve-relay", str(RELAY_PORT), "--timeout", str(timeout_s)])
+        extra = ["--relay", "%s%d:%d" % (SUBNET, k + 1, RELAY_PORT)]
     for r in range(len(hosts)):
         env = dict(os.environ, RANK=str(r), LOCAL_RANK="0", WORLD_SIZE=str(len(hosts)),
                    MASTER_ADDR=SUBNET + "1", MASTER_PORT="29611", LOCOSIM_GLOO_IFNAME="%s%dn" % (PREFIX, r))
         cmd = ["ip", "netns", "exec", "%s%d" % (PREFIX, r), os.path.join(build, "locosim-real"), scenario_path,
-               "--policy", label, "--output", out, "--reduce", "native", "--timeout", str(timeout_s)]
+               "--policy", label, "--output", out, "--reduce", "native", "--timeout", str(timeout_s)] + extra
         procs.append(subprocess.Popen(cmd, env=env))
     codes = [p.wait() for p in procs]
+    if server:
+        try:
+            codes.append(server.wait(timeout=30))  # it ends once every rank has disconnected
+        except subprocess.TimeoutExpired:
+            server.kill()
+            codes.append("relay did not stop")
     if any(codes):
         sys.exit("emulate_wan: the real run of %s failed (exit codes %s)" % (label, codes))
 
@@ -190,6 +220,11 @@ def simulate(build, scenario, scenario_path, policy, hosts, speeds_flops, work, 
         sim["platform"]["sites"] = {name: {key: veth_latency(link) for key, link in site.items()}
                                     for name, site in platform["sites"].items()}
         sim["platform"]["wan"] = [veth_latency(w) for w in platform.get("wan") or []]
+    if platform and platform.get("relay"):
+        relay = relay_host(platform)
+        sim["platform"]["relay"] = {"name": relay["name"],
+                                    "uplink": {"bandwidth": "%.9g bps" % relay["up_bps"], "latency": "50 us"},
+                                    "downlink": {"bandwidth": "%.9g bps" % relay["down_bps"], "latency": "50 us"}}
     for r, (h, speed) in enumerate(zip(hosts, speeds_flops)):
         sim["platform"]["accelerators"]["speed-%d" % r] = {"peak": "%.9g FLOPS" % speed, "efficiency": 1.0}
         host = {"name": "w%d" % r, "accelerator": "speed-%d" % r}
@@ -248,6 +283,7 @@ def main():
         with open(os.path.join(os.path.dirname(scenario_path), platform)) as f:
             platform = yaml.safe_load(f)
     hosts = expand_hosts(platform)
+    relay = relay_host(platform)
     policies = [p if isinstance(p, dict) else {"name": p} for p in scenario["policies"]]
     for p in policies:
         p.setdefault("label", p["name"])
@@ -259,9 +295,10 @@ def main():
     os.makedirs(work, exist_ok=True)
     rows = []
     try:
-        build_network(hosts, platform)
+        build_network(hosts + ([relay] if relay else []), platform)
         for p in policies:
-            run_real(build, scenario_path, p["label"], hosts, os.path.join(work, "real"), args.timeout)
+            run_real(build, scenario_path, p["label"], hosts, os.path.join(work, "real"), args.timeout,
+                     relay=relay is not None)
             real_dir = os.path.join(work, "real", scenario.get("name", "scenario"), p["label"])
             per_round = int(p.get("inner_steps", 1)) if p["name"] != "ddp" else 1
             measured = round_time_s(os.path.join(real_dir, "metrics.csv"), per_round)

@@ -3,6 +3,9 @@
 # links shaped like its platform (scripts/emulate_wan.py) and predicts them with the ideal and the
 # calibrated tcp network models. Fails unless, for every policy, the tcp model's error is smaller
 # than the ideal model's (the ideal one is 15-20% optimistic; docs/validation.md has the full table).
+# Then runs scenarios/tests/wan-relay.yaml's DeMo with its all-gathers through a relay process in a
+# namespace of its own (locosim-real --serve-relay): it must run and be predicted (the errors are
+# printed; docs/validation.md has them over several runs).
 # Exits 77 (skipped, saying why) where network namespaces cannot be made.
 # Usage: tests/emulate_wan_test.sh BUILD_DIR
 set -uo pipefail
@@ -21,3 +24,11 @@ echo "$out" | grep '^| wan-ci |' | awk -F'|' '{
   ideal = $6; tcp = $8; gsub(/[ %+-]/, "", ideal); gsub(/[ %+-]/, "", tcp);
   if (tcp + 0 >= ideal + 0) { print "tcp error " $8 " is not below ideal error " $6 " for" $3; bad = 1 }
 } END { exit bad }'
+[ $? -eq 0 ] || exit 1
+out=$(python3 "$repo/scripts/emulate_wan.py" "$repo/scenarios/tests/wan-relay.yaml" --build "$build" \
+      --calibration "$repo/platforms/calibration/tcp-emulated.yaml")
+code=$?
+echo "$out"
+[ $code -eq 0 ] || exit 1
+rows=$(echo "$out" | grep -c '^| wan-relay | demo |')
+[ "$rows" -eq 1 ] || { echo "expected the relay's DeMo row in the table, got $rows"; exit 1; }
