@@ -442,7 +442,7 @@ Pending C10dTransport::relay_gather(const std::vector<torch::Tensor>& copy, doub
   out.assign(world_size(), {});
   for (int r = 0; r < world_size(); ++r) {
     if (r == rank()) {
-      for (const auto& x : copy) out[r].push_back(x.clone());
+      out[r] = copy;  // taken for this call: nothing else holds it
       continue;
     }
     if (static_cast<int64_t>(others[r].size()) != packed.numel()) {

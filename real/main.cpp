@@ -7,12 +7,8 @@
 // the run folder says so), 1 rank 0 failed (the message names the rank and the step), 2 bad input.
 #include <CLI/CLI.hpp>
 
-#include <pthread.h>
-#include <signal.h>
-
 #include <cstdio>
-#include <future>
-#include <thread>
+#include <optional>
 
 #include "config/device.hpp"
 #include "config/error.hpp"
@@ -75,14 +71,7 @@ int main(int argc, char** argv) {
   try {
     Scenario scenario = load_scenario(file);
     if (scenario.simulator_only) throw *scenario.simulator_only;
-    if (!options.relay.empty()) {
-      const size_t colon = options.relay.rfind(':');
-      const std::string port = colon == std::string::npos ? "" : options.relay.substr(colon + 1);
-      if (colon == 0 || port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
-          std::stoi(port) < 1 || std::stoi(port) > 65535) {
-        throw std::invalid_argument("--relay " + options.relay + ": expected host:port (a port from 1 to 65535)");
-      }
-    }
+    if (!options.relay.empty()) check_relay_address(options.relay);
     if (serve_relay_port > 0) {
       serve_relay(static_cast<uint16_t>(serve_relay_port), scenario.world_size(),
                   std::chrono::seconds(options.timeout_s));
@@ -101,42 +90,14 @@ int main(int argc, char** argv) {
       }
       std::vector<std::string> args = {file, "--policy", policy.label, "--output", options.output_root,
                                        "--reduce", reduce, "--timeout", std::to_string(options.timeout_s)};
-      // The scenario's relay, on a thread of this launcher (it ends when every rank has disconnected).
-      // It allocates nothing until every rank has connected, so after the launcher's last fork; it
-      // blocks the stop signals, which the launcher's own thread must see.
-      std::thread relay;
+      std::optional<RelayThread> relay;  // the scenario's relay, unless --relay names one
       if (options.relay.empty() && scenario.network.all_gather == AllGatherAlgorithm::relay) {
-        auto listening = std::make_shared<std::promise<uint16_t>>();
-        auto port = listening->get_future();
-        relay = std::thread([listening, k = spawn, timeout = std::chrono::seconds(options.timeout_s)] {
-          sigset_t stops;
-          sigemptyset(&stops);
-          for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stops, s);
-          pthread_sigmask(SIG_BLOCK, &stops, nullptr);
-          try {
-            serve_relay(0, k, timeout, [&](uint16_t p) { listening->set_value(p); });
-          } catch (const std::exception& e) {
-            std::fprintf(stderr, "locosim-real: %s\n", e.what());
-            try {
-              listening->set_value(0);
-            } catch (const std::future_error&) {  // it was listening: the ranks report what failed
-            }
-          }
-        });
-        const uint16_t p = port.get();
-        if (p == 0) {
-          relay.join();
-          return 1;
-        }
-        args.insert(args.end(), {"--relay", "127.0.0.1:" + std::to_string(p)});
-      } else if (!options.relay.empty()) {
-        args.insert(args.end(), {"--relay", options.relay});
+        relay.emplace(spawn, std::chrono::seconds(options.timeout_s));
+        options.relay = "127.0.0.1:" + std::to_string(relay->port());
       }
+      if (!options.relay.empty()) args.insert(args.end(), {"--relay", options.relay});
       int code = spawn_local_ranks(spawn, "/proc/self/exe", args, options.timeout_s + 5);
-      if (relay.joinable()) {
-        if (code == 0) relay.join();  // every rank has disconnected: it ends now
-        else relay.detach();          // ranks that never connected would hold it for the timeout
-      }
+      if (relay) relay->finish(code == 0);
       if (code == 0) std::printf("run folder: %s/%s/%s\n", options.output_root.c_str(), scenario.name.c_str(),
                                  policy.label.c_str());
       return code;

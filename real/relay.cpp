@@ -11,11 +11,15 @@
 
 #include <cerrno>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+
+#include "report/stop_signals.hpp"
 
 namespace locosim {
 namespace {
@@ -174,13 +178,57 @@ void serve_relay(uint16_t port, int world_size, std::chrono::milliseconds timeou
   close_all();
 }
 
+struct RelayThread::State {
+  std::promise<uint16_t> listening;
+  std::thread thread;
+};
+
+RelayThread::RelayThread(int world_size, std::chrono::milliseconds timeout) : state_(std::make_shared<State>()) {
+  auto port = state_->listening.get_future();
+  state_->thread = std::thread([state = state_, world_size, timeout] {
+    StopSignals::block_in_this_thread();
+    try {
+      serve_relay(0, world_size, timeout, [&](uint16_t p) { state->listening.set_value(p); });
+    } catch (const std::exception& e) {
+      try {
+        state->listening.set_exception(std::current_exception());
+      } catch (const std::future_error&) {  // it was listening: the ranks report what failed
+        std::fprintf(stderr, "locosim-real: %s\n", e.what());
+      }
+    }
+  });
+  try {
+    port_ = port.get();
+  } catch (...) {
+    state_->thread.join();
+    throw;
+  }
+}
+
+RelayThread::~RelayThread() { finish(false); }
+
+void RelayThread::finish(bool ranks_done) {
+  if (!state_->thread.joinable()) return;
+  if (ranks_done) {
+    state_->thread.join();  // every rank has disconnected: it ends now
+  } else {
+    state_->thread.detach();
+  }
+}
+
+void check_relay_address(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  const std::string port = colon == std::string::npos ? "" : address.substr(colon + 1);
+  if (colon == 0 || port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
+      std::stoi(port) < 1 || std::stoi(port) > 65535) {
+    throw std::invalid_argument("--relay " + address + ": expected host:port (a port from 1 to 65535)");
+  }
+}
+
 RelayClient::RelayClient(const std::string& address, int rank, int world_size, std::chrono::milliseconds timeout)
     : rank_(rank), world_size_(world_size), timeout_(timeout), ahead_(static_cast<size_t>(world_size)) {
+  check_relay_address(address);
   const size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    errno = 0;
-    throw error("--relay " + address + ": expected host:port");
-  }
   const std::string host = address.substr(0, colon), port = address.substr(colon + 1);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {  // the relay may start after this rank

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,28 @@ namespace locosim {
 // Throws std::runtime_error if the port cannot be bound or a rank does not connect within `timeout`.
 void serve_relay(uint16_t port, int world_size, std::chrono::milliseconds timeout,
                  const std::function<void(uint16_t port)>& on_listening = nullptr);
+
+// A relay on a thread of this process (the --spawn launcher's), listening on a free port once
+// constructed (throws std::runtime_error if it cannot). The thread blocks the stop signals, which the
+// launcher's own thread must see, and allocates nothing until every rank has connected, so after the
+// launcher's forks.
+class RelayThread {
+ public:
+  RelayThread(int world_size, std::chrono::milliseconds timeout);
+  ~RelayThread();  // as finish(false) if not called
+  uint16_t port() const { return port_; }
+  // ranks_done: every rank ran to its end (and disconnected): waits for the relay to end. Otherwise
+  // leaves it to the process's exit (ranks that never connected would hold it for the timeout).
+  void finish(bool ranks_done);
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+  uint16_t port_ = 0;
+};
+
+// Throws std::invalid_argument unless `address` is host:port with a port from 1 to 65535.
+void check_relay_address(const std::string& address);
 
 // A rank's connection to the relay.
 class RelayClient {

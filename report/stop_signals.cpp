@@ -61,4 +61,9 @@ pid_t StopSignals::fork_child() {
   return 0;
 }
 
+void StopSignals::block_in_this_thread() {
+  const sigset_t stops = stop_set();
+  pthread_sigmask(SIG_BLOCK, &stops, nullptr);
+}
+
 }  // namespace locosim

@@ -37,6 +37,10 @@ class StopSignals {
   // SIGKILL, so that no orphan keeps running; it exits at once if the parent is already gone.
   static pid_t fork_child();
 
+  // Blocks the stop signals in the calling thread, for a helper thread of a driver: the signals then
+  // reach the driver's own thread, whose blocking calls they interrupt.
+  static void block_in_this_thread();
+
  private:
   struct sigaction old_[3];
   sigset_t old_mask_;

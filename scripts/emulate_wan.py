@@ -204,6 +204,12 @@ def veth_latency(link):
     return dict(link, latency="50 us")
 
 
+def veth_links(h):
+    """An emulated host's uplink and downlink for the simulator, with a veth hop's latency."""
+    return {"uplink": {"bandwidth": "%.9g bps" % h["up_bps"], "latency": "50 us"},
+            "downlink": {"bandwidth": "%.9g bps" % h["down_bps"], "latency": "50 us"}}
+
+
 def simulate(build, scenario, scenario_path, policy, hosts, speeds_flops, work, name, network_model=None,
              platform=None):
     """Runs the simulator on the scenario with the emulated links and the given host speeds;
@@ -222,17 +228,14 @@ def simulate(build, scenario, scenario_path, policy, hosts, speeds_flops, work, 
         sim["platform"]["wan"] = [veth_latency(w) for w in platform.get("wan") or []]
     if platform and platform.get("relay"):
         relay = relay_host(platform)
-        sim["platform"]["relay"] = {"name": relay["name"],
-                                    "uplink": {"bandwidth": "%.9g bps" % relay["up_bps"], "latency": "50 us"},
-                                    "downlink": {"bandwidth": "%.9g bps" % relay["down_bps"], "latency": "50 us"}}
+        sim["platform"]["relay"] = dict(name=relay["name"], **veth_links(relay))
     for r, (h, speed) in enumerate(zip(hosts, speeds_flops)):
         sim["platform"]["accelerators"]["speed-%d" % r] = {"peak": "%.9g FLOPS" % speed, "efficiency": 1.0}
         host = {"name": "w%d" % r, "accelerator": "speed-%d" % r}
         if h.get("site"):
             host["site"] = h["site"]
         else:
-            host["uplink"] = {"bandwidth": "%.9g bps" % h["up_bps"], "latency": "50 us"}
-            host["downlink"] = {"bandwidth": "%.9g bps" % h["down_bps"], "latency": "50 us"}
+            host.update(veth_links(h))
         sim["platform"]["hosts"].append(host)
     data = dict(sim.get("data") or {})
     if data.get("path", "kjv") != "kjv":
