@@ -6,7 +6,9 @@
 
 network: runs the real backend (locosim-real, Gloo over TCP) inside network namespaces shaped like a
 set of small platforms (scripts/emulate_wan.py builds them: message sizes from two model sizes, 2 and
-4 workers at once, asymmetric and symmetric links), measures its step times, and fits the tcp
+4 workers at once, asymmetric and symmetric links, two homes of different speeds, three homes
+around a relay; the hosts run CUBIC unless --congestion names another), measures its step times,
+and fits the tcp
 model's bandwidth factor (and whether acknowledgements' cross-traffic is on) so that the simulator
 predicts them: a scenario names the file as `network: {model: tcp, calibration: <file>}`. The TCP
 window is read from this kernel (tcp_rmem's maximum, halved by tcp_adv_win_scale). Latency cannot be
@@ -32,30 +34,48 @@ import yaml
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import emulate_wan as wan  # noqa: E402
 
-# The calibration cases: (label, workers, uplink bps, downlink bps, model preset). Two message sizes
-# (the tiny and small models' gradients: 0.3 and 3.2 MB), one and two flows per link direction,
-# asymmetric and symmetric links.
+# The calibration cases: (label, each worker's (uplink bps, downlink bps), model preset, the relay's
+# (uplink bps, downlink bps) or None). Two message sizes (the tiny and small models' gradients: 0.3
+# and 3.2 MB), one and two flows per link direction, asymmetric and symmetric links, two homes whose
+# uploads differ 4x, and three homes around a relay. Ring cases run DDP; the relay case runs DeMo
+# with the reference wire (346 kB per rank), whose all-gather has each home upload once while it
+# downloads the others' at its downlink's speed: there a slow uplink also carries the
+# acknowledgements of a fast download, which tells whether the acknowledgements' cross-traffic
+# predicts better on or off (on symmetric rings the two fit equally well).
+HOME_20_100 = (20e6, 100e6)
 CASES = [
-    ("2 x 20/100 Mbps, small", 2, 20e6, 100e6, "small"),
-    ("2 x 20/100 Mbps, tiny", 2, 20e6, 100e6, "tiny"),
-    ("2 x 50/50 Mbps, small", 2, 50e6, 50e6, "small"),
-    ("4 x 20/100 Mbps, small", 4, 20e6, 100e6, "small"),
+    ("2 x 20/100 Mbps, small", [HOME_20_100] * 2, "small", None),
+    ("2 x 20/100 Mbps, tiny", [HOME_20_100] * 2, "tiny", None),
+    ("2 x 50/50 Mbps, small", [(50e6, 50e6)] * 2, "small", None),
+    ("4 x 20/100 Mbps, small", [HOME_20_100] * 4, "small", None),
+    ("10/50 + 40/40 Mbps, small", [(10e6, 50e6), (40e6, 40e6)], "small", None),
+    ("3 homes + relay, DeMo", [(10e6, 50e6), HOME_20_100, (20e6, 40e6)], "small", (100e6, 100e6)),
 ]
 STEPS = 10
+DEMO_WIRE = {"name": "demo", "lr": 3.0e-3, "topk": 128, "values": "fp32", "indices": "int64"}
 
 
-def case_scenario(name, workers, up, down, preset):
-    return {
-        "name": name, "seed": 1,
-        "platform": {"accelerators": {"cpu": {"peak": "1 TFLOPS", "efficiency": 1.0}},
-                     "hosts": [{"name": "w", "accelerator": "cpu", "count": workers,
-                                "uplink": {"bandwidth": "%g bps" % up, "latency": "50 us"},
-                                "downlink": {"bandwidth": "%g bps" % down, "latency": "50 us"}}]},
+def links_of(up, down):
+    return {"uplink": {"bandwidth": "%g bps" % up, "latency": "50 us"},
+            "downlink": {"bandwidth": "%g bps" % down, "latency": "50 us"}}
+
+
+def case_scenario(name, links, preset, relay):
+    platform = {"accelerators": {"cpu": {"peak": "1 TFLOPS", "efficiency": 1.0}},
+                "hosts": [dict(name="w-%d" % i, accelerator="cpu", **links_of(up, down))
+                          for i, (up, down) in enumerate(links)]}
+    scenario = {
+        "name": name, "seed": 1, "platform": platform,
         "data": {"path": "kjv"},
         "model": {"preset": preset, "seq_len": 64},
         "train": {"steps": STEPS, "batch_size": 4, "eval_every": STEPS, "eval_batches": 1},
         "policies": ["ddp"],
     }
+    if relay:
+        platform["relay"] = links_of(*relay)
+        scenario["network"] = {"all_gather": "relay"}
+        scenario["policies"] = [DEMO_WIRE]
+    return scenario
 
 
 def tcp_window_bytes():
@@ -73,38 +93,45 @@ def write_calibration(path, factor, crosstraffic, window):
 
 
 def measure_case(build, work, case):
-    """Runs the case for real; returns (measured s per step, the hosts' measured speeds, scenario)."""
-    label, workers, up, down, preset = case
-    name = "calib-%d-%d-%d-%s" % (workers, up / 1e6, down / 1e6, preset)
-    scenario = case_scenario(name, workers, up, down, preset)
+    """Runs the case for real; returns (measured s per step, the hosts' measured speeds, scenario, its
+    path, the emulated hosts, the policy)."""
+    label, links, preset, relay = case
+    workers = len(links)
+    name = "calib-%s-%s%s" % ("-".join("%d-%d" % (up / 1e6, down / 1e6) for up, down in links), preset,
+                              "-relay" if relay else "")
+    scenario = case_scenario(name, links, preset, relay)
+    policy = DEMO_WIRE if relay else {"name": "ddp"}
     path = os.path.join(work, name + ".yaml")
     with open(path, "w") as f:
         yaml.safe_dump(scenario, f)
-    hosts = [{"name": "w-%d" % i, "up_bps": up, "down_bps": down} for i in range(workers)]
-    wan.build_network(hosts)
+    hosts = [{"name": "w-%d" % i, "up_bps": up, "down_bps": down} for i, (up, down) in enumerate(links)]
+    emulated = hosts + ([wan.relay_host(scenario["platform"])] if relay else [])
+    wan.build_network(emulated)
     try:
-        wan.run_real(build, path, "ddp", hosts, os.path.join(work, "real"), 120)
+        wan.run_real(build, path, policy["name"], hosts, os.path.join(work, "real"), 120, relay=relay is not None)
     finally:
-        wan.teardown(workers)
-    real_dir = os.path.join(work, "real", name, "ddp")
+        wan.teardown(len(emulated))
+    real_dir = os.path.join(work, "real", name, policy["name"])
     measured = wan.round_time_s(os.path.join(real_dir, "metrics.csv"), 1)
-    wan.simulate(build, scenario, path, {"name": "ddp"}, hosts, [1e12] * workers, work, name + "-unit")
-    flops = wan.mean_step_s(os.path.join(work, "sim", name + "-unit", "ddp", "events.csv"), 0) * 1e12
+    wan.simulate(build, scenario, path, policy, hosts, [1e12] * workers, work, name + "-unit",
+                 platform=scenario["platform"])
+    flops = wan.mean_step_s(os.path.join(work, "sim", name + "-unit", policy["name"], "events.csv"), 0) * 1e12
     speeds = [flops / wan.mean_step_s(os.path.join(real_dir, "events.csv"), r) for r in range(workers)]
-    return measured, speeds, scenario, path, hosts
+    return measured, speeds, scenario, path, hosts, policy
 
 
 def predict(build, work, m, factor, crosstraffic, window, tag):
-    measured, speeds, scenario, path, hosts = m
+    measured, speeds, scenario, path, hosts, policy = m
     calibration = os.path.join(work, "calibration-%s.yaml" % tag)
     write_calibration(calibration, factor, crosstraffic, window)
     name = "%s-%s" % (scenario["name"], tag)
-    wan.simulate(build, scenario, path, {"name": "ddp"}, hosts, speeds, work, name,
-                 {"model": "tcp", "calibration": calibration})
-    return wan.round_time_s(os.path.join(work, "sim", name, "ddp", "metrics.csv"), 1)
+    wan.simulate(build, scenario, path, policy, hosts, speeds, work, name,
+                 {"model": "tcp", "calibration": calibration}, scenario["platform"])
+    return wan.round_time_s(os.path.join(work, "sim", name, policy["name"], "metrics.csv"), 1)
 
 
 def network(args):
+    wan.CONGESTION = args.congestion
     problem = wan.emulation_problem()
     if problem:
         print("calibrate: skipped: " + problem)
@@ -119,7 +146,7 @@ def network(args):
             print("measured %-26s %.3f s per step" % (case[0], measured[-1][0]), flush=True)
         # Step time = C + X / factor (compute and latency C, transfers X at factor 1): two predictions
         # per case give C and X, and the factor minimizing the squared relative errors is closed-form.
-        best = None
+        fits = []
         for crosstraffic in (True, False):
             parts = []
             for i, m in enumerate(measured):
@@ -130,15 +157,19 @@ def network(args):
             factor = min(1.0, 1.0 / u)
             errors = [(c + x / factor - t) / t for c, x, t in parts]
             rms = (sum(e * e for e in errors) / len(errors)) ** 0.5
-            if best is None or rms < best[0]:
-                best = (rms, factor, crosstraffic, errors)
-        rms, factor, crosstraffic, errors = best
+            fits.append((rms, factor, crosstraffic, errors))
+        fits.sort(key=lambda fit: fit[0])
+        rms, factor, crosstraffic, errors = fits[0]
         write_calibration(args.output, factor, crosstraffic, window)
         header = ["# TCP calibration for `network: {model: tcp, calibration: <this file>}`.",
                   "# Written by scripts/calibrate.py network on %s (%s, Linux %s); rerun it to replace it." %
                   (datetime.date.today().isoformat(), pyplatform.node(), pyplatform.release()),
-                  "# Fitted on the real backend's DDP steps (Gloo ring all-reduce) over links shaped with tc tbf;",
-                  "# window: this kernel's largest TCP receive window. Fit (rms %.1f%%):" % (100 * rms)]
+                  "# Fitted on the real backend's steps (DDP: Gloo's ring all-reduce; DeMo: a relay's all-gather) over",
+                  "# links shaped with tc tbf, TCP congestion control %s; window: this kernel's largest TCP" %
+                  wan.CONGESTION,
+                  "# receive window.",
+                  "# Fit (rms %.1f%%; with crosstraffic %s instead: bandwidth_factor %.4f, rms %.1f%%):" %
+                  (100 * rms, str(fits[1][2]).lower(), fits[1][1], 100 * fits[1][0])]
         for case, m, e in zip(CASES, measured, errors):
             header.append("#   %-26s measured %.3f s/step, predicted %+.1f%%" % (case[0], m[0], 100 * e))
         with open(args.output) as f:
@@ -148,7 +179,7 @@ def network(args):
         print("wrote %s: bandwidth_factor %.4f, crosstraffic %s, window %d B (rms error %.1f%%)" %
               (args.output, factor, crosstraffic, window, 100 * rms))
     finally:
-        wan.teardown(4)
+        wan.teardown(max(len(case[1]) + 1 for case in CASES))
         shutil.rmtree(work, ignore_errors=True)
     return 0
 
@@ -207,6 +238,8 @@ def main():
     n = sub.add_parser("network", help="fit the tcp network model on emulated links (root)")
     n.add_argument("-o", "--output", default="platforms/calibration/tcp-emulated.yaml")
     n.add_argument("--build", default="build")
+    n.add_argument("--congestion", default=wan.CONGESTION,
+                   help="the emulated hosts' TCP congestion control (default %(default)s, Linux's default)")
     c = sub.add_parser("compute", help="measure this machine's step time and print its accelerator entry")
     c.add_argument("scenario")
     c.add_argument("--name", default="this-host", help="the accelerator's name in the entry")
