@@ -225,11 +225,23 @@ def read_metrics(path):
 
 
 def mean_step_s(events_path, rank):
+    """The rank's time per compute event while not blocked on the network: its compute spans and the
+    host's own work between them (packing and unpacking payloads, drawing batches, writing metrics),
+    which the simulator does not charge; from the end of its first compute span (caches warm up) to
+    the end of its last (the final evaluation left out)."""
     with open(events_path) as f:
-        spans = [float(e["end_s"]) - float(e["start_s"]) for e in csv.DictReader(f)
-                 if e["kind"] == "compute" and int(e["worker"]) == rank]
-    spans = spans[1:] or spans  # the first step warms caches up
-    return sum(spans) / len(spans)
+        events = [(float(e["start_s"]), float(e["end_s"]), e["kind"]) for e in csv.DictReader(f)
+                  if int(e["worker"]) == rank]
+    computes = sorted(end for start, end, kind in events if kind == "compute")
+    if len(computes) < 2:
+        sys.exit("emulate_wan: rank %d of %s computed fewer than twice" % (rank, events_path))
+    first, last = computes[0], computes[-1]
+    blocked, reach = 0.0, first  # the union of the waits inside [first, last]
+    for start, end in sorted((max(s, first), min(e, last)) for s, e, k in events if k == "wait"):
+        if end > max(start, reach):
+            blocked += end - max(start, reach)
+            reach = end
+    return (last - first - blocked) / (len(computes) - 1)
 
 
 def round_time_s(metrics_path, steps_per_round):
