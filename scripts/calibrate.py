@@ -55,15 +55,10 @@ STEPS = 10
 DEMO_WIRE = {"name": "demo", "lr": 3.0e-3, "topk": 128, "values": "fp32", "indices": "int64"}
 
 
-def links_of(up, down):
-    return {"uplink": {"bandwidth": "%g bps" % up, "latency": "50 us"},
-            "downlink": {"bandwidth": "%g bps" % down, "latency": "50 us"}}
-
-
-def case_scenario(name, links, preset, relay):
+def case_scenario(name, hosts, preset, relay):
+    """The case's scenario for emulated `hosts` (emulate_wan's: name, up_bps, down_bps)."""
     platform = {"accelerators": {"cpu": {"peak": "1 TFLOPS", "efficiency": 1.0}},
-                "hosts": [dict(name="w-%d" % i, accelerator="cpu", **links_of(up, down))
-                          for i, (up, down) in enumerate(links)]}
+                "hosts": [dict(name=h["name"], accelerator="cpu", **wan.veth_links(h)) for h in hosts]}
     scenario = {
         "name": name, "seed": 1, "platform": platform,
         "data": {"path": "kjv"},
@@ -72,7 +67,7 @@ def case_scenario(name, links, preset, relay):
         "policies": ["ddp"],
     }
     if relay:
-        platform["relay"] = links_of(*relay)
+        platform["relay"] = wan.veth_links({"up_bps": relay[0], "down_bps": relay[1]})
         scenario["network"] = {"all_gather": "relay"}
         scenario["policies"] = [DEMO_WIRE]
     return scenario
@@ -99,12 +94,12 @@ def measure_case(build, work, case):
     workers = len(links)
     name = "calib-%s-%s%s" % ("-".join("%d-%d" % (up / 1e6, down / 1e6) for up, down in links), preset,
                               "-relay" if relay else "")
-    scenario = case_scenario(name, links, preset, relay)
+    hosts = [{"name": "w-%d" % i, "up_bps": up, "down_bps": down} for i, (up, down) in enumerate(links)]
+    scenario = case_scenario(name, hosts, preset, relay)
     policy = DEMO_WIRE if relay else {"name": "ddp"}
     path = os.path.join(work, name + ".yaml")
     with open(path, "w") as f:
         yaml.safe_dump(scenario, f)
-    hosts = [{"name": "w-%d" % i, "up_bps": up, "down_bps": down} for i, (up, down) in enumerate(links)]
     emulated = hosts + ([wan.relay_host(scenario["platform"])] if relay else [])
     wan.build_network(emulated)
     try:

@@ -176,6 +176,7 @@ def build_network(hosts, platform=None):
 
 
 def teardown(n):
+    global ALLOWED_BEFORE
     for r in range(max(n, 64)):
         sh("ip", "netns", "del", "%s%d" % (PREFIX, r), check=False)
         sh("ip", "link", "del", "%s%dh" % (PREFIX, r), check=False)
@@ -183,7 +184,6 @@ def teardown(n):
         sh("ip", "link", "del", "%ss%da" % (PREFIX, i), check=False)
         sh("ip", "link", "del", "%ss%d" % (PREFIX, i), check=False)
     sh("ip", "link", "del", PREFIX + "br", check=False)
-    global ALLOWED_BEFORE
     if ALLOWED_BEFORE is not None:
         sh("sysctl", "-q", "-w", "net.ipv4.tcp_allowed_congestion_control=" + ALLOWED_BEFORE, check=False)
         ALLOWED_BEFORE = None
