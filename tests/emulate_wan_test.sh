@@ -2,7 +2,7 @@
 # Emulated-WAN validation, small case: runs scenarios/tests/wan-ci.yaml's DDP and DiLoCo for real over
 # links shaped like its platform (scripts/emulate_wan.py) and predicts them with the ideal and the
 # calibrated tcp network models. Fails unless, for every policy, the tcp model's error is smaller
-# than the ideal model's (the ideal one is 6-10% optimistic; docs/validation.md has the full table).
+# than the ideal model's (the ideal one is 5-11% optimistic; docs/validation.md has the full table).
 # Then runs scenarios/tests/wan-relay.yaml's DeMo with its all-gathers through a relay process in a
 # namespace of its own (locosim-real --serve-relay): it must run and be predicted (the errors are
 # printed; docs/validation.md has them over several runs).
