@@ -2,6 +2,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <regex>
 
@@ -69,8 +70,14 @@ std::optional<double> parse_quantity(const std::string& text, Quantity kind, std
       errno = 0;
       const double mantissa = std::strtod(number.c_str(), nullptr);
       const bool overflow = errno == ERANGE && std::fabs(mantissa) > 1;
+      const bool underflow = errno == ERANGE && std::fabs(mantissa) <= 1;
       const double value = mantissa * factor;
       if (overflow || !std::isfinite(value)) return explain("got '" + text + "', which is out of range (not finite)");
+      // A subnormal value (or one that underflowed to 0) is no physical quantity, and it does not survive
+      // a round trip through text: SimGrid's profile parser throws std::out_of_range on it.
+      if (underflow || (value != 0 && std::fabs(value) < std::numeric_limits<double>::min())) {
+        return explain("got '" + text + "', which is out of range (too close to 0 for a double)");
+      }
       return value;
     }
   }

@@ -1,17 +1,20 @@
 // parse_world: the scenario's `world:` section (config/world.hpp), read strictly.
 //
 //   world:
-//     failure_timeout: 10 s            # how long survivors wait on a failed collective, in (0, 1 h]
+//     failure_timeout: 10 s            # how long survivors wait on a failed collective, in [1 ms, 1 h]
 //     events:                          # scripted changes; until omitted: for the rest of the run
-//       - {host: vol-3, at: 10 min, until: 30 min, speed: 0.3}     # fraction of nominal, in (0, 100]
+//       - {host: vol-3, at: 10 min, until: 30 min, speed: 0.3}     # fraction of nominal, in [0.001, 100]
 //       - {host: vol-5, at: 20 min, until: 40 min, state: off}     # away, back at until
-//       - {link: vol-1.up, at: 1 h, until: 2 h, bandwidth: 0.5}    # fraction of nominal, in (0, 100]
-//       - {link: wan.eu->us, at: 1 h, latency: 80 ms}              # absolute, in [0, 1 h]
+//       - {link: vol-1.up, at: 1 h, until: 2 h, bandwidth: 0.5}    # fraction of nominal, in [0.001, 100]
+//       - {link: wan.eu->us, at: 1 h, latency: 80 ms}              # absolute: 0 or in [1 ns, 1 h]
 //     traces:                          # CSV files of `time_s,value` rows, next to the scenario
-//       - {link: vol-7.up, bandwidth: traces/uplink.csv, period: 24 h}   # period: repeat (optional)
+//       - {link: vol-7.up, bandwidth: traces/uplink.csv, period: 24 h}   # repeat (optional): >= 100 ms a row
 //       - {host: vol-2, speed: traces/gpu.csv}
-//     churn:                           # random failures: up ~ Exp(mtbf), away ~ Exp(mttr)
+//     churn:                           # random failures: up ~ Exp(mtbf), away ~ Exp(mttr), each >= 1 s
 //       - {hosts: ["vol-*"], mtbf: 2 h, mttr: 30 min, start: 0 s, seed: 7}
+//
+// Times are 0 or in [1 ns, 1e9 s]: SimGrid's clock resolves 1 ns, and a value nearer 0 than that (a
+// subnormal double above all) would reach SimGrid's profile text and fail its parser mid-run.
 //
 // Each (target, resource) has one source: events, or one trace, or (host state) one churn group. Events
 // on one (target, resource) may not overlap in time; they merge into one profile that returns to nominal
@@ -20,12 +23,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "config/error.hpp"
 #include "config/section.hpp"
@@ -44,9 +49,19 @@ constexpr uintmax_t kMaxTraceBytes = 64u << 20;
 constexpr size_t kMaxChurnPatterns = 10000;        // all churn groups' hosts entries together
 constexpr size_t kListedNames = 5;                 // names shown when a host or link is unknown
 
+constexpr double kMinTimeS = 1e-9;  // SimGrid's timing precision: nearer 0 than this reads as 0
+// A repeating trace replays for the whole run, which no bound on the file limits: on average one change
+// per 100 ms of simulated time at most (a period of 1 ns made millions of SimGrid events per step).
+constexpr double kMinRepeatSpacingS = 0.1;
+
 const Range kTimeRange = Range::closed(0, kMaxTimeS);
-const Range kFractionRange = Range::open_closed(0, 100);  // speed and bandwidth: 100× nominal at most
+// Speed and bandwidth: 100× nominal at most; 1/1000 at least, as an accelerator's efficiency: slower is
+// a host or link that is gone (state: off), and 1e-9 of nominal made wall-clocks of hundreds of digits.
+const Range kFractionRange = Range::closed(1e-3, 100);
 const Range kLatencyRange = Range::closed(0, 3600);       // as the platform's links
+const Range kFailureTimeoutRange = Range::closed(1e-3, 3600);
+// Churn sessions shorter than a second are no volunteer's, and each is two SimGrid events per host.
+const Range kChurnMeanRange = Range::closed(1, kMaxTimeS);
 
 const double kOpen = std::numeric_limits<double>::infinity();  // an event without until
 
@@ -55,6 +70,37 @@ std::string seconds(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.10g s", v);
   return buf;
+}
+
+// A time or latency in `range` that is 0 or at least kMinTimeS. "" if so, else the constraint broken.
+std::string time_problem(double v, const Range& range) {
+  if (!range.contains(v)) return "must be " + range.describe() + " s";
+  if (v != 0 && v < kMinTimeS) return "must be 0 or at least 1 ns (the simulator's time resolution)";
+  return "";
+}
+
+// A duration key read with time_problem's rule.
+double read_time(Section& s, const std::string& key, std::optional<std::string> fallback, const Range& range) {
+  const double v = s.quantity(key, Quantity::duration_s, std::move(fallback), range);
+  const std::string problem = time_problem(v, range);
+  if (!problem.empty()) s.fail(key, problem + ", got " + seconds(v));
+  return v;
+}
+
+// Text from a file, for a message: control bytes (a NUL above all) as \xNN, at most 80 bytes.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size() && i < 80; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
 }
 
 // "a, b, c, d, e, ... (12 in all)".
@@ -182,9 +228,9 @@ struct Event {
 
 Event read_event(Section& s, const Platform& p) {
   Event e{read_target(s, p), 0, kOpen, 0, s, ""};
-  e.at = s.quantity("at", Quantity::duration_s, std::nullopt, kTimeRange);
+  e.at = read_time(s, "at", std::nullopt, kTimeRange);
   if (s.has("until")) {
-    e.until = s.quantity("until", Quantity::duration_s, std::nullopt, kTimeRange);
+    e.until = read_time(s, "until", std::nullopt, kTimeRange);
     if (e.until <= e.at) s.fail("until", "must be after at (" + seconds(e.at) + "), got " + seconds(e.until));
   }
   switch (e.target.what) {
@@ -193,7 +239,7 @@ Event read_event(Section& s, const Platform& p) {
       e.value = s.number(e.target.key, std::nullopt, kFractionRange);
       break;
     case WorldResource::link_latency:
-      e.value = s.quantity("latency", Quantity::duration_s, std::nullopt, kLatencyRange);
+      e.value = read_time(s, "latency", std::nullopt, kLatencyRange);
       break;
     case WorldResource::host_state:
     case WorldResource::link_state: {
@@ -208,11 +254,19 @@ Event read_event(Section& s, const Platform& p) {
   return e;
 }
 
-// One number of a trace row: the whole field, finite.
-bool parse_field(const std::string& text, double* out) {
+// One number of a trace row: the whole field is a decimal number ("12", "-0.5", "3e-2"; no hex, inf,
+// nan, space or NUL byte, which strtod would take or stop at) and a double that is 0 or normal.
+// "" if so, else why not.
+std::string parse_field(const std::string& text, double* out) {
+  const bool decimal = !text.empty() && text.find_first_not_of("0123456789+-.eE") == std::string::npos;
   char* end = nullptr;
-  *out = std::strtod(text.c_str(), &end);
-  return !text.empty() && *end == '\0' && std::isfinite(*out);
+  errno = 0;
+  *out = decimal ? std::strtod(text.c_str(), &end) : 0;
+  if (!decimal || end != text.c_str() + text.size()) return "'" + printable(text) + "' is not a decimal number";
+  if (errno == ERANGE || !std::isfinite(*out) || std::fpclassify(*out) == FP_SUBNORMAL) {
+    return "'" + printable(text) + "' is out of range for a double";
+  }
+  return "";
 }
 
 std::string trimmed(const std::string& text) {
@@ -233,7 +287,7 @@ std::vector<std::pair<double, double>> read_trace(Section& s, const Target& t, c
   const bool state = t.what == WorldResource::host_state || t.what == WorldResource::link_state;
   const Range values = t.what == WorldResource::link_latency ? kLatencyRange : kFractionRange;
   const std::string values_rule = state ? "1 (on) or 0 (off)"
-                                  : t.what == WorldResource::link_latency ? "seconds " + values.describe()
+                                  : t.what == WorldResource::link_latency ? "seconds, 0 or in [1e-9, 3600]"
                                                                           : "a fraction of nominal " + values.describe();
 
   std::vector<std::pair<double, double>> points;
@@ -250,12 +304,14 @@ std::vector<std::pair<double, double>> read_trace(Section& s, const Target& t, c
     if (header) continue;
     const size_t comma = line.find(',');
     const std::string value_text = comma == std::string::npos ? "" : trimmed(line.substr(comma + 1));
+    const std::string row = at + "expected a row 'time_s,value' of two numbers, got '" + printable(line) + "'";
+    if (comma == std::string::npos || value_text.find(',') != std::string::npos) s.fail(t.key, row);
     double time = 0, value = 0;
-    if (comma == std::string::npos || value_text.find(',') != std::string::npos ||
-        !parse_field(trimmed(line.substr(0, comma)), &time) || !parse_field(value_text, &value)) {
-      s.fail(t.key, at + "expected a row 'time_s,value' of two numbers, got '" + line.substr(0, 80) + "'");
-    }
-    if (!kTimeRange.contains(time)) s.fail(t.key, at + "time must be " + kTimeRange.describe() + " s, got " + seconds(time));
+    std::string why = parse_field(trimmed(line.substr(0, comma)), &time);
+    if (why.empty()) why = parse_field(value_text, &value);
+    if (!why.empty()) s.fail(t.key, row + ": " + why);
+    const std::string time_rule = time_problem(time, kTimeRange);
+    if (!time_rule.empty()) s.fail(t.key, at + "time " + time_rule + ", got " + seconds(time));
     if (!points.empty() && time <= points.back().first) {
       s.fail(t.key, at + "time " + seconds(time) + " is not after the previous row's " + seconds(points.back().first) +
                         " (line " + std::to_string(previous_line) + "): times must strictly increase");
@@ -264,9 +320,10 @@ std::vector<std::pair<double, double>> read_trace(Section& s, const Target& t, c
       s.fail("period", at + "time " + seconds(time) + " is not before the period (" + seconds(period_s) +
                            "): a repeating trace's times lie in [0, period)");
     }
-    if (state ? (value != 0 && value != 1) : !values.contains(value)) {
-      s.fail(t.key, at + "the " + t.key + " must be " + values_rule + ", got " + value_text);
-    }
+    const bool bad_value = state ? (value != 0 && value != 1)
+                           : t.what == WorldResource::link_latency ? !time_problem(value, values).empty()
+                                                                   : !values.contains(value);
+    if (bad_value) s.fail(t.key, at + "the " + t.key + " must be " + values_rule + ", got " + value_text);
     if (points.size() == kMaxTraceRows) s.fail(t.key, at + "more than " + std::to_string(kMaxTraceRows) + " rows");
     if (++*all_rows > kMaxAllTraceRows) {
       s.fail(t.key, at + "all traces together have more than " + std::to_string(kMaxAllTraceRows) + " rows");
@@ -275,6 +332,13 @@ std::vector<std::pair<double, double>> read_trace(Section& s, const Target& t, c
     previous_line = number;
   }
   if (points.empty()) s.fail(t.key, "trace '" + path + "' has no rows (expected rows 'time_s,value')");
+  const double min_period_s = kMinRepeatSpacingS * static_cast<double>(points.size());
+  if (period_s >= 0 && period_s < min_period_s * (1 - 1e-12)) {  // 1e-12: 300 ms is 3 rows' worth, rounded
+    s.fail("period", "must be at least 100 ms per row of the trace ('" + path + "' has " +
+                         std::to_string(points.size()) + ": at least " + seconds(min_period_s) + "), got " +
+                         seconds(period_s) + ": a repeating trace replays for the whole run, and faster "
+                         "changes would swamp the simulation with events");
+  }
   return points;
 }
 
@@ -335,9 +399,9 @@ std::vector<int> read_churn_hosts(Section& s, const Platform& p, size_t* pattern
 ChurnSpec read_churn(Section& s, const Platform& p, uint64_t scenario_seed, size_t index, size_t* patterns) {
   ChurnSpec c;
   c.hosts = read_churn_hosts(s, p, patterns);
-  c.mtbf_s = s.quantity("mtbf", Quantity::duration_s, std::nullopt, Range::open_closed(0, kMaxTimeS));
-  c.mttr_s = s.quantity("mttr", Quantity::duration_s, std::nullopt, Range::open_closed(0, kMaxTimeS));
-  c.start_s = s.quantity("start", Quantity::duration_s, "0 s", kTimeRange);
+  c.mtbf_s = s.quantity("mtbf", Quantity::duration_s, std::nullopt, kChurnMeanRange);
+  c.mttr_s = s.quantity("mttr", Quantity::duration_s, std::nullopt, kChurnMeanRange);
+  c.start_s = read_time(s, "start", "0 s", kTimeRange);
   // The derived seed is recorded in resolved.yaml, so a resolved scenario replays the same churn.
   c.seed = static_cast<uint64_t>(
       s.integer("seed", static_cast<int64_t>(churn_seed(scenario_seed, index)), Range::non_negative()));
@@ -399,7 +463,7 @@ uint64_t churn_seed(uint64_t scenario_seed, size_t index) {
 WorldSpec parse_world(Section& world, const PlatformSpec& platform, uint64_t scenario_seed) {
   const Platform p = index(platform);
   WorldSpec spec;
-  spec.failure_timeout_s = world.quantity("failure_timeout", Quantity::duration_s, "10 s", Range::open_closed(0, 3600));
+  spec.failure_timeout_s = world.quantity("failure_timeout", Quantity::duration_s, "10 s", kFailureTimeoutRange);
 
   // Who sets each (target, resource), for the message when a second source claims it.
   std::map<TargetKey, std::string> claimed_by;

@@ -20,15 +20,16 @@ enum class WorldResource { host_speed, host_state, link_bandwidth, link_latency,
 const char* resource_key(WorldResource what);
 
 // One resource's values over time: at points[i].first seconds the resource takes value points[i].second
-// (speed and bandwidth: fraction of nominal, > 0; latency: seconds, >= 0; state: 1 on, 0 off).
-// Before the first point it is nominal (1, or the link's latency from the platform).
+// (speed and bandwidth: fraction of nominal, in [0.001, 100]; latency: seconds, 0 or in [1 ns, 1 h];
+// state: 1 on, 0 off). Before the first point it is nominal (1, or the link's latency from the platform).
+// Times are 0 or in [1 ns, 1e9 s]: no value is subnormal, so each survives SimGrid's profile text.
 struct WorldProfile {
   std::string target;           // a worker host's name or a link name (link_names)
   WorldResource what = WorldResource::host_speed;
   std::vector<std::pair<double, double>> points;   // sorted by time, strictly increasing times
   // < 0: not repeating; else the points repeat with this period (SimGrid's periodicity): at
   // k·period_s + points[i].first the resource takes points[i].second, for k = 0, 1, ...
-  // Every point's time is then in [0, period_s).
+  // Every point's time is then in [0, period_s), and period_s >= 100 ms per point (a bounded event rate).
   double period_s = -1;
   std::string source;           // "file:line" of the YAML entries (and the trace file) that made it, for notes
 };
