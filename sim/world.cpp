@@ -16,7 +16,9 @@ namespace locosim {
 namespace {
 
 // SimGrid reads a speed profile as a fraction of the host's speed but a bandwidth profile as bytes
-// per second: `scale` turns fractions of nominal into those.
+// per second: `scale` turns fractions of nominal into those. It parses each number with std::stod, which
+// throws on a subnormal: parse_world admits none (fractions >= 0.001 of links of >= 1 kbps; times and
+// latencies 0 or >= 1 ns), and fuzz/world_fuzz.cpp checks that every value reads back.
 std::string profile_text(const WorldProfile& p, double scale) {
   std::string text;
   char line[64];

@@ -6,6 +6,7 @@
 
 #include <simgrid/s4u.hpp>
 
+#include "config/section.hpp"
 #include "sim/collectives.hpp"
 #include "sim/sim_test_util.hpp"
 #include "sim/sim_transport.hpp"
@@ -89,6 +90,39 @@ TEST_CASE("world: a latency profile sets the latency a transfer starting after i
   });
   sim.engine.run();
   CHECK(end_of(recorder, 0, EventKind::send) == doctest::Approx(2.0 + S / B + 0.5 + 0.010).epsilon(1e-3));
+}
+
+TEST_CASE("world: the smallest values parse_world accepts reach SimGrid and stretch times as the flow model says") {
+  // A subnormal value (1e-310) used to pass `check` and then fail SimGrid's profile parser ("stod"), and
+  // a bandwidth of 1e-310 of nominal left a transfer that never ended. What the loader accepts now goes
+  // through: 1/1000 of a 1 kbps uplink (1 bps), 1/1000 of a host's speed, a latency of 1 ns, times of 1 ns.
+  const PlatformSpec spec = platform_from_yaml(
+      "accelerators: {gpu: {peak: 1 TFLOPS, efficiency: 1}}\n"
+      "hosts:\n"
+      "  - {name: h, accelerator: gpu, count: 2, uplink: {bandwidth: 1 kbps, latency: 10 ms},\n"
+      "     downlink: {bandwidth: 100 Mbps, latency: 10 ms}}\n");
+  Section top = Section::load_string(
+      "world:\n"
+      "  events:\n"
+      "    - {host: h-1, at: 1 ns, speed: 0.001}\n"
+      "    - {link: h-0.up, at: 1 ns, bandwidth: 0.001}\n"
+      "    - {link: h-1.down, at: 0 s, latency: 1 ns}\n",
+      "s.yaml");
+  Section section = top.child("world");
+  const WorldSpec world = parse_world(section, spec, 1);
+  TestSim sim(spec, world);
+  Recorder recorder;
+  double computed_s = -1;
+  const double S = 10, B = 1e3 / 8 * 0.001, lambda = 0.010 + 1e-9;  // 10 bytes at 0.125 B/s: 80 s
+  sg4::Actor::create("a", sim.platform.hosts[0], [&] { mesh_all_gather_flows(0, {0, 1}, "t", S, recorder); });
+  sg4::Actor::create("b", sim.platform.hosts[1], [&] { mesh_all_gather_flows(1, {0, 1}, "t", S, recorder); });
+  sg4::Actor::create("c", sim.platform.hosts[1], [&] {
+    sg4::this_actor::execute(1e9);  // 1 ms at 1 TFLOP/s, 1 s at a thousandth of it
+    computed_s = sg4::Engine::get_clock();
+  });
+  sim.engine.run();
+  CHECK(computed_s == doctest::Approx(1.0).epsilon(1e-6));
+  CHECK(end_of(recorder, 0, EventKind::send) == doctest::Approx(S / B + lambda).epsilon(1e-3));
 }
 
 namespace {
