@@ -160,7 +160,7 @@ static Scenario read_scenario(Section& top, const std::string& path) {
   Scenario s;
   s.file = path;
   s.name = top.identifier("name", fs::path(path).stem().string());
-  s.seed = static_cast<uint64_t>(top.integer("seed", 1, Range::non_negative()));
+  s.seed = top.unsigned_integer("seed", 1);
   s.timing_only = top.choice("numerics", {"full", "none"}, "full") == "none";
   if (s.timing_only) {
     s.simulator_only = top.error("numerics", "none is the simulator's timing-only mode; a real cluster trains for "
@@ -172,6 +172,10 @@ static Scenario read_scenario(Section& top, const std::string& path) {
   s.network = parse_network(network, s.platform);
   Section world = top.child("world", /*optional=*/true);
   s.world = parse_world(world, s.platform, s.seed);
+  if (!s.world.empty() && !s.simulator_only) {
+    s.simulator_only = top.error("world", "a changing world is the simulator's: on a real cluster hosts and links "
+                                          "change by themselves; remove the section for locosim-real");
+  }
   Section data = top.child("data", /*optional=*/true);
   s.data = read_data(data);
   Section model = top.child("model", /*optional=*/true);
@@ -200,8 +204,8 @@ static Scenario read_scenario(Section& top, const std::string& path) {
   runtime.finish();
   Section report = top.child("report", /*optional=*/true);
   if (report.text("link_bucket", "auto") != "auto") {
-    // links.csv has a row per link and bucket: below 1 ms a long run writes billions of rows.
-    s.link_bucket_s = report.quantity("link_bucket", Quantity::duration_s, std::nullopt, Range::closed(1e-3, 1e9));
+    s.link_bucket_s = report.quantity("link_bucket", Quantity::duration_s, std::nullopt,
+                                      Range::closed(kMinLinkBucketS, kMaxLinkBucketS));
   }
   // trace.json holds a span per message: at thousands of workers, choose collectives or none.
   s.trace = report.choice("trace", {"messages", "collectives", "none"}, "messages");

@@ -30,6 +30,12 @@ struct TimingConfig {
   std::optional<double> tokens_per_step;   // per worker
 };
 
+// report.link_bucket's bounds, in the file and on the command line (--link-bucket): links.csv has a
+// row per link and bucket, so below 1 ms a long run writes billions of rows; past 1e9 s (30 years)
+// every run is one bucket.
+inline constexpr double kMinLinkBucketS = 1e-3;
+inline constexpr double kMaxLinkBucketS = 1e9;
+
 struct Scenario {
   std::string file;
   std::string name;                 // runs/<name>/...; defaults to the file's stem

@@ -143,6 +143,30 @@ std::optional<YAML::Mark> second_document(const std::string& yaml) {
   return starts.marks[1];
 }
 
+// "in [0, 9223372036854775807]": `range` as whole numbers, its open or infinite ends replaced by the
+// nearest integers a 64-bit value can hold.
+std::string integer_bounds(const Range& range) {
+  constexpr double kMin = -9223372036854775808.0, kMax = 9223372036854775807.0;
+  const double lo = range.lo_open ? std::floor(range.lo) + 1 : std::ceil(range.lo);
+  const double hi = range.hi_open ? std::ceil(range.hi) - 1 : std::floor(range.hi);
+  const auto bound = [&](double v, bool upper) {
+    if (upper ? !(v < kMax) : !(v > kMin)) {
+      return std::to_string(upper ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min());
+    }
+    return std::to_string(static_cast<int64_t>(v));
+  };
+  return "in [" + bound(lo, false) + ", " + bound(hi, true) + "]";
+}
+
+// Digits only (no sign, no blanks), at most 2^64 - 1.
+std::optional<uint64_t> parse_unsigned(const std::string& text) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  errno = 0;
+  const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
+  if (errno == ERANGE) return std::nullopt;
+  return v;
+}
+
 }  // namespace
 
 std::string regular_file_problem(const std::string& path, uintmax_t max_bytes) {
@@ -265,13 +289,29 @@ int64_t Section::integer(const std::string& key, std::optional<int64_t> fallback
     char* end = nullptr;
     errno = 0;
     long long v = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || errno == ERANGE) {
-      fail_at(*impl_, n.Mark(), key, "must be an integer, got '" + text + "'");
-    }
+    if (text.empty() || *end != '\0') fail_at(*impl_, n.Mark(), key, "must be an integer, got '" + text + "'");
+    // Past 64 bits: the bounds in full, so that a huge value is not told it "must be >= 0".
+    if (errno == ERANGE) fail_at(*impl_, n.Mark(), key, "must be an integer " + integer_bounds(range) + ", got '" + text + "'");
     value = v;
     if (!range.contains(static_cast<double>(value))) {
       fail_at(*impl_, n.Mark(), key, "must be " + range.describe() + ", got " + text);
     }
+  }
+  impl_->resolved[key] = value;
+  return value;
+}
+
+uint64_t Section::unsigned_integer(const std::string& key, std::optional<uint64_t> fallback) {
+  YAML::Node n = lookup(*impl_, key);
+  uint64_t value;
+  if (!n.IsDefined() || n.IsNull()) {
+    if (!fallback) fail(key, "is required (an integer in [0, 18446744073709551615])");
+    value = *fallback;
+  } else {
+    const std::string& text = require_scalar(*impl_, key, n, "an integer").Scalar();
+    std::optional<uint64_t> parsed = parse_unsigned(text);
+    if (!parsed) fail_at(*impl_, n.Mark(), key, "must be an integer in [0, 18446744073709551615], got '" + text + "'");
+    value = *parsed;
   }
   impl_->resolved[key] = value;
   return value;
@@ -492,6 +532,16 @@ std::string Section::resolved_yaml() const {
   out.SetDoublePrecision(12);  // 0.35, not 0.34999999999999998
   out << impl_->resolved;
   return std::string(out.c_str()) + "\n";
+}
+
+std::string integer_option_problem(const std::string& text, int64_t lo, int64_t hi) {
+  const std::string constraint =
+      "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + text + "'";
+  const bool negative = !text.empty() && text[0] == '-';
+  const std::optional<uint64_t> magnitude = parse_unsigned(negative ? text.substr(1) : text);
+  if (!magnitude || *magnitude > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return constraint;
+  const int64_t value = negative ? -static_cast<int64_t>(*magnitude) : static_cast<int64_t>(*magnitude);
+  return value < lo || value > hi ? constraint : "";
 }
 
 }  // namespace locosim

@@ -72,6 +72,8 @@ class Section {
   // Typed getters. Without a default the key is required.
   int64_t integer(const std::string& key, std::optional<int64_t> fallback = std::nullopt,
                   Range range = Range::any());
+  // An integer in [0, 2^64 - 1], the whole range of a seed.
+  uint64_t unsigned_integer(const std::string& key, std::optional<uint64_t> fallback = std::nullopt);
   double number(const std::string& key, std::optional<double> fallback = std::nullopt,
                 Range range = Range::any());
   bool flag(const std::string& key, std::optional<bool> fallback = std::nullopt);
@@ -119,5 +121,11 @@ class Section {
 std::optional<double> parse_quantity(const std::string& text, Quantity kind, std::string* why = nullptr);
 // The base-unit name and the accepted suffixes of a kind, for messages and docs.
 std::string quantity_units(Quantity kind);
+
+// For an integer option of a command line (both CLIs): "" when `text` is an integer in [lo, hi], else
+// the constraint in the words a file's value gets ("must be an integer in [1, 1024], got '0'"), for
+// the CLI to put after the option's name. (CLI11's own range checks print their bounds as doubles,
+// 150 digits long.)
+std::string integer_option_problem(const std::string& text, int64_t lo, int64_t hi);
 
 }  // namespace locosim

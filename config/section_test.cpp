@@ -182,3 +182,32 @@ TEST_CASE("section: load_file refuses a FIFO, a device and an oversized file wit
   CHECK(regular_file_problem(big.string(), kMaxYamlFileBytes + 1) == "");
   fs::remove_all(dir);
 }
+
+TEST_CASE("section: a seed takes the whole uint64 range; an integer past 64 bits is told its bounds") {
+  // Regression: a seed of 2^64 - 1 (Scenario::seed is a uint64) "must be an integer".
+  Section s = Section::load_string("seed: 18446744073709551615\nover: 18446744073709551616\nneg: -1\n"
+                                   "steps: 99999999999999999999\n", "s.yaml");
+  CHECK(s.unsigned_integer("seed") == 18446744073709551615ull);
+  CHECK(s.unsigned_integer("absent", 1) == 1);
+  for (const char* key : {"over", "neg"}) {
+    CAPTURE(key);
+    ConfigError e = error_of([&] { s.unsigned_integer(key); });
+    CHECK(e.key() == key);
+    CHECK(std::string(e.what()).find(": must be an integer in [0, 18446744073709551615], got '") != std::string::npos);
+  }
+  CHECK(s.resolved_yaml().find("seed: 18446744073709551615\n") != std::string::npos);
+  ConfigError steps = error_of([&] { s.integer("steps", 1, Range::positive()); });
+  CHECK(std::string(steps.what()) ==
+        "s.yaml:4:8: steps: must be an integer in [1, 9223372036854775807], got '99999999999999999999'");
+}
+
+TEST_CASE("section: integer options of a command line get a file's words and plain bounds") {
+  // Regression: CLI11's PositiveNumber printed its bounds as doubles, 150 digits long.
+  CHECK(integer_option_problem("4", 1, 1024) == "");
+  CHECK(integer_option_problem("1024", 1, 1024) == "");
+  CHECK(integer_option_problem("-3", -5, 0) == "");
+  for (const char* bad : {"0", "-1", "1025", "", "4x", "1e3", " 4", "99999999999999999999", "-"}) {
+    CAPTURE(bad);
+    CHECK(integer_option_problem(bad, 1, 1024) == std::string("must be an integer in [1, 1024], got '") + bad + "'");
+  }
+}
