@@ -49,7 +49,9 @@ class OutputFile::Buffer : public std::streambuf {
 };
 
 OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
-  const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  created_ = fd >= 0;
+  if (fd < 0 && errno == EEXIST) fd = ::open(path_.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
   if (fd < 0) throw std::runtime_error(path_ + ": cannot be created: " + std::strerror(errno));
   fd_ = fd;
   buffer_ = std::make_unique<Buffer>(fd);
@@ -57,7 +59,9 @@ OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
 }
 
 OutputFile::~OutputFile() {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ < 0) return;
+  ::close(fd_);
+  if (created_) ::unlink(path_.c_str());  // dropped unfinished
 }
 
 std::ostream& OutputFile::out() { return *out_; }
@@ -67,7 +71,10 @@ void OutputFile::close() {
   int error = buffer_->error();
   if (::close(fd_) != 0 && error == 0) error = errno;
   fd_ = -1;
-  if (error != 0) throw std::runtime_error(path_ + ": cannot be written: " + std::strerror(error));
+  if (error == 0) return;
+  if (created_) ::unlink(path_.c_str());
+  const std::string why = error == EFBIG ? "File too large (the file-size limit, ulimit -f, is reached)" : std::strerror(error);
+  throw std::runtime_error(path_ + ": cannot be written: " + why);
 }
 
 void write_text_file(const std::string& path, const std::string& text) {

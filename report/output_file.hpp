@@ -2,8 +2,10 @@
 //
 // A full disk, a file-size limit or an I/O error must never leave a truncated file that looks
 // complete: writes go through a buffer to write(2), the first failure is kept with its errno, and
-// close() throws std::runtime_error naming the file. A file dropped without close() is not complete:
-// the destructor closes it but cannot report, so the folder holding it must not be committed.
+// close() throws std::runtime_error naming the file. A file that this OutputFile created is removed
+// when its writing fails, or when it is dropped without close() (an exception on the way): no empty
+// or partial temporary file stays behind. One that existed before is left, truncated, for the caller
+// to discard with the folder holding it.
 #pragma once
 #include <memory>
 #include <ostream>
@@ -28,6 +30,7 @@ class OutputFile {
   class Buffer;
   std::string path_;
   int fd_ = -1;
+  bool created_ = false;  // the file did not exist before
   std::unique_ptr<Buffer> buffer_;
   std::unique_ptr<std::ostream> out_;
 };

@@ -109,11 +109,29 @@ std::string numerics_hash(const Scenario& scenario, const PolicySpec& policy) {
   return hash_of(scenario, policy, "locosim numerics hash v1\n", tree);
 }
 
-bool is_finished_run(const fs::path& dir, const std::string& hash) {
-  if (!is_locosim_folder(dir) || !fs::is_regular_file(dir / "summary.json")) return false;
+namespace {
+
+// Whether `dir` is a locosim folder that says it holds the run of `hash`.
+bool holds_run_of(const fs::path& dir, const std::string& hash) {
+  if (!is_locosim_folder(dir)) return false;
   std::ifstream in(dir / kScenarioHashFile);
   std::string written;
   return static_cast<bool>(std::getline(in, written)) && written == hash;
+}
+
+std::string problem_of(const fs::path& dir) {
+  if (!fs::is_regular_file(dir / "summary.json")) return "summary.json is missing";
+  return committed_files_problem(dir);
+}
+
+}  // namespace
+
+bool is_finished_run(const fs::path& dir, const std::string& hash) {
+  return holds_run_of(dir, hash) && problem_of(dir).empty();
+}
+
+std::string damaged_run_problem(const fs::path& dir, const std::string& hash) {
+  return holds_run_of(dir, hash) ? problem_of(dir) : "";
 }
 
 }  // namespace locosim

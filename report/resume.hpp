@@ -4,7 +4,9 @@
 // The hash covers everything that determines a run's files: the resolved scenario (every setting with
 // its default filled in, after the sweep point's values) with only this policy in its policy list (so
 // adding a policy to a scenario keeps the others' runs), the corpus's bytes, and the links.csv bucket.
-// It does not cover the locosim build: a run folder from an older build counts as done (--force).
+// It does not cover the locosim build: a run folder from an older build counts as done (--force), if
+// it lists its files. A folder counts as finished only while every file it held when it was committed
+// is there with its size (report/run_folder.hpp): one with a file deleted or truncated is computed again.
 #pragma once
 #include <filesystem>
 #include <string>
@@ -30,5 +32,9 @@ std::string numerics_hash(const Scenario& scenario, const PolicySpec& policy);
 
 // Whether `dir` is a finished run folder (written by locosim, complete) of the run whose hash is `hash`.
 bool is_finished_run(const std::filesystem::path& dir, const std::string& hash);
+
+// Why `dir`, a run folder of the run whose hash is `hash`, is not finished although it says so
+// ("metrics.csv is missing"): "" when it is finished, or holds no run of `hash` at all.
+std::string damaged_run_problem(const std::filesystem::path& dir, const std::string& hash);
 
 }  // namespace locosim

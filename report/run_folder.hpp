@@ -20,9 +20,32 @@ std::filesystem::path child_path(const std::filesystem::path& root, const std::s
 // Whether `dir` is a folder holding the marker (a folder locosim wrote).
 bool is_locosim_folder(const std::filesystem::path& dir);
 
+// Whether `text` holds a control character (a newline, a tab, ...): such a path is refused where it
+// would be written into a script or a table, and in -o.
+bool has_control_characters(const std::string& text);
+// `text` with its control characters written as \n, \t or \xNN, for messages.
+std::string printable(const std::string& text);
+
+// Why `path` cannot be the output root of run folders (-o), or "" if it can: it names no folder
+// (''), holds a control character, it or a folder on its way is a file, or the nearest existing
+// folder on its way cannot be written. Looks only; creates nothing.
+std::string output_root_problem(const std::string& path);
+
 // Makes `dir` a locosim folder: creates it (and its parents) with the marker, or marks it if it is
-// empty. Throws std::invalid_argument naming it if it holds anything locosim did not write.
+// empty. Throws std::invalid_argument naming it if it holds anything locosim did not write, or
+// std::runtime_error if it cannot be written (then what it created, the marker included, is removed).
 void claim_folder(const std::filesystem::path& dir);
+
+// Removes `dir` if it is a locosim folder that holds nothing but its marker (a sweep point's folder
+// none of whose runs finished), and returns whether it did. A folder another process starts writing
+// into meanwhile keeps its marker.
+bool remove_if_unused(const std::filesystem::path& dir);
+
+// Why the run folder `dir`, committed by StagedFolder, cannot be trusted to hold what it held then:
+// "" when every file its marker lists is there with the size it had ("metrics.csv is missing",
+// "events.csv holds 0 of its 5120 bytes", or that its marker lists no files: written by an older
+// locosim, or by hand).
+std::string committed_files_problem(const std::filesystem::path& dir);
 
 // Throws std::invalid_argument naming `dir` unless it is absent, empty or a locosim folder: a run
 // writing there would have to replace something it did not create.
@@ -39,7 +62,8 @@ int remove_stale_temporaries(const std::filesystem::path& dir);
 // folder is stale exactly when its creator and all of those children are gone.
 class StagedFolder {
  public:
-  // REQUIRES: the parent folder exists (claim_folder).
+  // Claims the parent folder (claim_folder) first: a sweep point's folder is made when its first
+  // run starts.
   explicit StagedFolder(std::filesystem::path final_dir);
   ~StagedFolder();
   StagedFolder(const StagedFolder&) = delete;
@@ -47,8 +71,10 @@ class StagedFolder {
 
   const std::filesystem::path& path() const { return temp_; }
   const std::filesystem::path& final_path() const { return final_; }
-  // Replaces the final folder (only if it is absent or a locosim folder) by the temporary one.
-  // Throws std::runtime_error if the final folder is not locosim's or the rename fails.
+  // Lists every file of the temporary folder with its size in its marker (committed_files_problem
+  // checks them later), then replaces the final folder (only if it is absent or a locosim folder)
+  // by it. Throws std::runtime_error if the final folder is not locosim's, or the list or the rename
+  // cannot be written.
   void commit();
 
  private:

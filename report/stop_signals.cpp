@@ -42,6 +42,8 @@ StopSignals::~StopSignals() {
   for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &old_[i], nullptr);
 }
 
+void ignore_file_size_signal() { std::signal(SIGXFSZ, SIG_IGN); }
+
 int StopSignals::received() { return g_received; }
 
 pid_t StopSignals::fork_child() {

@@ -19,6 +19,11 @@ class Interrupted : public std::runtime_error {
   int signal_;
 };
 
+// Ignores SIGXFSZ for this process and the ones it starts (an ignored signal stays ignored across
+// fork and exec): a write past the file-size limit (ulimit -f) then fails with EFBIG, which
+// OutputFile reports naming the file, instead of killing the process without a word. Call first in main.
+void ignore_file_size_signal();
+
 class StopSignals {
  public:
   // Installs the handlers (without SA_RESTART: a blocking call returns EINTR) and unblocks the
