@@ -78,7 +78,9 @@ MachineRoom machine_room(const std::string& output_root) {
 std::string human_bytes(double bytes) {
   char buf[32];
   if (bytes >= 1e9) std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
-  else std::snprintf(buf, sizeof buf, "%.0f MB", bytes / 1e6);
+  else if (bytes >= 10e6) std::snprintf(buf, sizeof buf, "%.0f MB", bytes / 1e6);
+  else if (bytes >= 1e6) std::snprintf(buf, sizeof buf, "%.1f MB", bytes / 1e6);
+  else std::snprintf(buf, sizeof buf, "%.0f kB", bytes / 1e3);  // never "0 MB"
   return buf;
 }
 
@@ -108,19 +110,26 @@ std::string check_run_fits(const std::vector<RunEstimate>& runs, int jobs, const
                               " simulation" + (at_once > 1 ? "s" : "") + " at once, the largest " +
                               human_bytes(largest) + "), " + human_bytes(disk) + " on disk and " +
                               human_seconds(seconds) + " of single-core time";
-  std::string problems;
+  // Memory past what is available brings the OOM killer, so the estimate refuses it. A full disk only
+  // fails the run, cleanly (nothing half-written is kept), and the estimate is within about 2x: disk
+  // refuses a run only when half its estimate would not fit, and warns when the whole might not.
+  std::string problems, doubts;
   if (room.memory_bytes > 0 && peak > room.memory_bytes) {
     problems += "; the machine has " + human_bytes(room.memory_bytes) + " of memory available";
   }
-  if (room.disk_bytes > 0 && disk > room.disk_bytes) {
+  if (room.disk_bytes > 0 && disk / 2 >= room.disk_bytes) {
     problems += "; the output folder's disk has " + human_bytes(room.disk_bytes) + " free";
+  } else if (room.disk_bytes > 0 && disk > room.disk_bytes) {
+    doubts = "; the output folder's disk has " + human_bytes(room.disk_bytes) +
+             " free, which may not be enough (a run that fills it fails, keeping nothing)";
   }
   if (!problems.empty() && !force) {
     throw std::invalid_argument("this run needs " + figures + problems +
                                 ". Use fewer workers or steps, fewer simulations at once (-j), or --force to try anyway");
   }
   const bool large = peak > 2e9 || disk > 1e9 || seconds > 600;
-  if (!problems.empty()) return "warning: --force: this run needs " + figures + problems;
+  if (!problems.empty()) return "warning: --force: this run needs " + figures + problems + doubts;
+  if (!doubts.empty()) return "warning: this run needs " + figures + doubts;
   return large ? "note: this run needs " + figures : "";
 }
 

@@ -33,11 +33,12 @@ struct MachineRoom {
 MachineRoom machine_room(const std::string& output_root);
 
 // Sums the policies' estimates (memory: the `jobs` largest at once). Throws std::invalid_argument with
-// the figures if memory or disk would not fit (unless `force`); returns a note to print ("" when the
-// run is small) naming the figures when they are large enough to matter.
+// the figures if memory would not fit, or disk even at half the estimate (unless `force`); returns a
+// note to print ("" when the run is small) naming the figures when they are large enough to matter,
+// or a warning when the disk might not hold the whole estimate.
 std::string check_run_fits(const std::vector<RunEstimate>& runs, int jobs, const MachineRoom& room, bool force);
 
-// "13.7 GB", "850 MB"; "3.2 min", "1.5 h".
+// "13.7 GB", "850 MB", "2.5 MB", "300 kB"; "3.2 min", "1.5 h".
 std::string human_bytes(double bytes);
 std::string human_seconds(double seconds);
 

@@ -19,6 +19,8 @@
 #include "config/error.hpp"
 #include "config/section.hpp"
 #include "models/cpu_kernels.hpp"
+#include "report/resume.hpp"
+#include "report/run_folder.hpp"
 #include "report/stop_signals.hpp"
 #include "sim/estimate.hpp"
 #include "sim/progress.hpp"
@@ -66,15 +68,58 @@ void check_fits(const std::vector<PlannedRun>& plan, const RunOptions& options, 
   if (!note.empty()) std::printf("%s\n", note.c_str());
 }
 
-Sweep load_for_run(const std::string& file, const std::optional<std::string>& link_bucket) {
+// --link-bucket, within the bounds of report.link_bucket in a file.
+std::optional<double> parse_link_bucket(const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  std::string why;
+  const std::optional<double> bucket_s = parse_quantity(*text, Quantity::duration_s, &why);
+  if (!bucket_s) throw std::invalid_argument("--link-bucket: " + why);
+  const Range bounds = Range::closed(kMinLinkBucketS, kMaxLinkBucketS);
+  if (!bounds.contains(*bucket_s)) {
+    throw std::invalid_argument("--link-bucket: must be " + bounds.describe() + " s, got '" + *text + "'");
+  }
+  return bucket_s;
+}
+
+Sweep load_for_run(const std::string& file, std::optional<double> link_bucket_s) {
   Sweep sweep = load_sweep(file);
-  if (link_bucket) {
-    std::string why;
-    std::optional<double> bucket_s = parse_quantity(*link_bucket, Quantity::duration_s, &why);
-    if (!bucket_s || *bucket_s <= 0) throw std::invalid_argument("--link-bucket " + *link_bucket + ": " + (why.empty() ? "must be > 0" : why));
-    for (auto& point : sweep.points) point.scenario.link_bucket_s = *bucket_s;
+  if (link_bucket_s) {
+    for (auto& point : sweep.points) point.scenario.link_bucket_s = *link_bucket_s;
   }
   return sweep;
+}
+
+// -o names a folder that can be made or written; checked before anything is read or written.
+void check_output_root(const std::string& path) {
+  const std::string problem = output_root_problem(path);
+  if (!problem.empty()) throw std::invalid_argument("-o/--output: " + problem);
+}
+
+// A run folder that says it finished but lost or truncated a file is computed again: say which, and why.
+void note_damaged(const std::vector<PlannedRun>& plan) {
+  constexpr size_t kShown = 10;
+  size_t damaged = 0;
+  for (const PlannedRun& run : plan) {
+    if (run.finished) continue;
+    const std::string problem = damaged_run_problem(run.dir, run.hash);
+    if (problem.empty()) continue;
+    if (++damaged <= kShown) {
+      std::printf("%s finished earlier, but %s: computed again\n", run.dir.c_str(), problem.c_str());
+    }
+  }
+  if (damaged > kShown) std::printf("... and %zu more damaged run folders, computed again\n", damaged - kShown);
+}
+
+// After a failure or an interruption: the sweep points' folders (and the scenario's) that no run
+// has written into are removed, so that a large sweep stopped early does not leave a folder per point.
+void remove_unused_folders(const std::vector<PlannedRun>& plan, const std::filesystem::path& root) {
+  std::vector<std::filesystem::path> points;
+  for (const PlannedRun& run : plan) {
+    const std::filesystem::path point = run.dir.parent_path();
+    if (std::find(points.begin(), points.end(), point) == points.end()) points.push_back(point);
+  }
+  for (const auto& point : points) remove_if_unused(point);
+  remove_if_unused(root);
 }
 
 void print_tables(const Sweep& sweep, const Merged& merged) {
@@ -93,7 +138,8 @@ size_t count_finished(const std::vector<PlannedRun>& plan) {
 }
 
 int run(const std::string& file, const RunOptions& options, const std::optional<std::string>& link_bucket) {
-  const Sweep sweep = load_for_run(file, link_bucket);
+  check_output_root(options.output_root);
+  const Sweep sweep = load_for_run(file, parse_link_bucket(link_bucket));
   const std::vector<PlannedRun> plan = plan_runs(sweep, options);
   const Scenario& first = sweep.points.front().scenario;
   check_fits(plan, options, options.recompute);
@@ -107,6 +153,7 @@ int run(const std::string& file, const RunOptions& options, const std::optional<
     std::printf("%zu of %zu runs finished earlier (same scenario hash): not computed again (--force recomputes them)\n",
                 finished, plan.size());
   }
+  if (!options.recompute) note_damaged(plan);
   const size_t retimed = static_cast<size_t>(std::count_if(plan.begin(), plan.end(), [&](const PlannedRun& r) {
     return r.retime_from && (options.recompute || !r.finished);
   }));
@@ -115,8 +162,13 @@ int run(const std::string& file, const RunOptions& options, const std::optional<
                 "re-timed, not retrained (--retrain trains them)\n", retimed, plan.size());
   }
   std::fflush(stdout);
-  run_planned(plan, options);
   const std::string root = options.output_root + "/" + first.name;
+  try {
+    run_planned(plan, options);
+  } catch (...) {
+    remove_unused_folders(plan, root);
+    throw;
+  }
   if (options.shard.count > 1) {
     std::printf("shard %d/%d done; once every shard is, `locosim merge %s -o %s` writes the summaries\n",
                 options.shard.index, options.shard.count, file.c_str(), options.output_root.c_str());
@@ -129,6 +181,7 @@ int run(const std::string& file, const RunOptions& options, const std::optional<
 
 // Exit 0 when every selected run is finished, 1 when some are missing (they are listed).
 int merge(const std::string& file, const RunOptions& options) {
+  check_output_root(options.output_root);
   const Sweep sweep = load_sweep(file);
   const Merged merged = merge_runs(sweep, options);
   print_tables(sweep, merged);
@@ -145,6 +198,7 @@ int merge(const std::string& file, const RunOptions& options) {
 }
 
 int submit(const std::string& file, const RunOptions& options, const SlurmOptions& slurm) {
+  check_output_root(options.output_root);
   const Sweep sweep = load_sweep(file);
   const std::vector<PlannedRun> plan = plan_runs(sweep, options);
   const std::string program = std::filesystem::read_symlink("/proc/self/exe").string();
@@ -166,12 +220,22 @@ int submit(const std::string& file, const RunOptions& options, const SlurmOption
   return 0;
 }
 
+// A CLI11 check that words its refusal as a file's value is worded, without CLI11's 150-digit bounds.
+CLI::Validator integer_in(int64_t lo, int64_t hi) {
+  return CLI::Validator([lo, hi](std::string& text) { return integer_option_problem(text, lo, hi); },
+                        "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   pin_cpu_kernels(argv);  // first: the same numbers on every x86-64 machine
+  ignore_file_size_signal();
   CLI::App app{"locosim: which low-communication training method finishes first, at what loss, on your links"};
   app.require_subcommand(1);
+  app.failure_message([](const CLI::App* cli, const CLI::Error& e) {  // "error: " as every bad input
+    return "error: " + CLI::FailureMessage::simple(cli, e);
+  });
 
   // What run, merge and submit have in common: the scenario, where its run folders go, which policies.
   const auto add_runs = [](CLI::App* cmd, std::string& file, RunOptions& options) {
@@ -186,11 +250,12 @@ int main(int argc, char** argv) {
   bool no_progress = false;
   CLI::App* run_cmd = app.add_subcommand("run", "simulate every policy of a scenario and print the comparison");
   add_runs(run_cmd, run_file, options);
-  run_cmd->add_option("-j,--jobs", options.jobs, "policies simulated at once (default: one per core)");
+  run_cmd->add_option("-j,--jobs", options.jobs, "policies simulated at once (default: one per core)")
+      ->check(integer_in(1, 1024));
   run_cmd->add_option("--step-threads", options.step_threads,
                       "workers' real steps run at once in each policy's simulation; results do not change "
                       "(default: the cores left to each policy by -j and runtime.threads)")
-      ->check(CLI::Range(1, 1024));
+      ->check(integer_in(1, 1024));
   run_cmd->add_flag("--cost", options.cost,
                     "print each policy's real time against the time of its workers' LibTorch steps (the overhead)");
   run_cmd->add_option("--link-bucket", link_bucket, "time bucket of links.csv, e.g. '10 s' (default: the scenario's)");
@@ -216,7 +281,8 @@ int main(int argc, char** argv) {
   CLI::App* submit_cmd = app.add_subcommand("submit", "run a scenario's sweep as a SLURM job array, then merge");
   add_runs(submit_cmd, submit_file, submit_options);
   submit_cmd->add_option("--sbatch", slurm.sbatch_options, "an sbatch option for both jobs, e.g. --sbatch=--time=2:00:00 (repeatable)");
-  submit_cmd->add_option("--max-tasks", slurm.max_tasks, "array tasks at most (default 1000)")->check(CLI::PositiveNumber);
+  submit_cmd->add_option("--max-tasks", slurm.max_tasks, "array tasks at most (default 1000)")
+      ->check(integer_in(1, kMaxArrayTasks));
   submit_cmd->add_flag("--force", submit_options.recompute, "compute again runs already finished");
   submit_cmd->add_flag("--no-submit", no_submit, "only write the job scripts");
 

@@ -19,10 +19,37 @@ namespace locosim {
 namespace fs = std::filesystem;
 namespace {
 
+// A word for bash: in single quotes, each ' written as '\''.
 std::string quoted(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
+}
+
+// A file name for an #SBATCH line, which sbatch reads with its own rules: in double quotes with '\'
+// and '"' escaped, and '%' doubled (sbatch replaces %j, %A, ... in file names). `pattern` is added
+// as it is: the job's own %-names.
+std::string sbatch_file(const std::string& path, const std::string& pattern) {
+  std::string out = "\"";
+  for (char c : path) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+    if (c == '%') out += '%';
+  }
+  return out + pattern + "\"";
+}
+
+// Refuses what the scripts cannot hold: a control character ends a line of a job script (and the
+// next line would run as a command); after a '\', sbatch replaces no %-name in a file name.
+void check_embeddable(const std::string& what, const std::string& text, bool in_sbatch_line) {
+  if (has_control_characters(text)) {
+    throw std::invalid_argument(what + " '" + printable(text) +
+                                "' holds a control character, which would end a line of the job script: rename it");
+  }
+  if (in_sbatch_line && text.find('\\') != std::string::npos) {
+    throw std::invalid_argument(what + " '" + text + "' holds a '\\', after which sbatch would not name the logs "
+                                "by job (%A_%a): choose a folder without one");
+  }
 }
 
 bool on_path(const std::string& program) {
@@ -82,6 +109,10 @@ SlurmJobs submit_to_slurm(const std::string& program, const std::string& scenari
   if (plan.empty()) return jobs;
   const Scenario& first = plan.front().point->scenario;
   const fs::path output = fs::absolute(options.output_root);
+  check_embeddable("the scenario file", fs::absolute(scenario_file).string(), false);
+  check_embeddable("-o/--output", output.string(), true);
+  check_embeddable("the locosim program", program, false);
+  for (const auto& option : slurm.sbatch_options) check_embeddable("--sbatch", option, false);
   const fs::path root = child_path(output, first.name);
   const fs::path folder = child_path(root, "slurm");
   const fs::path logs = child_path(folder, "logs");
@@ -111,24 +142,24 @@ SlurmJobs submit_to_slurm(const std::string& program, const std::string& scenari
                              policy_args(options);
   std::ostringstream array;
   array << "#!/bin/bash\n"
-        << "# " << jobs.runs << " runs of " << scenario_file << " as a job array, written by `locosim submit`:\n"
+        << "# " << jobs.runs << " runs of " << quoted(scenario_file) << " as a job array, written by `locosim submit`:\n"
         << "# task i computes the runs at positions i, i+" << m << ", ... of the sweep that are not finished.\n"
         << "#SBATCH --job-name=" << name << "\n"
         << "#SBATCH --array=" << array_ranges(indices) << "\n"
         << "#SBATCH --ntasks=1\n"
         << "#SBATCH --cpus-per-task=" << threads << "\n"
         << "#SBATCH --mem=" << static_cast<long long>(std::ceil(memory_bytes * 1.25 / (1 << 20))) + 64 << "M\n"
-        << "#SBATCH --output=" << (logs / "%A_%a.out").string() << "\n";
+        << "#SBATCH --output=" << sbatch_file(logs.string(), "/%A_%a.out") << "\n";
   for (const auto& option : slurm.sbatch_options) array << "#SBATCH " << option << "\n";
   array << "exec " << quoted(program) << " run" << common << " --shard \"${SLURM_ARRAY_TASK_ID}/" << m
         << "\" --jobs 1 --no-progress" << (options.recompute ? " --force" : "") << "\n";
   std::ostringstream merge;
   merge << "#!/bin/bash\n"
-        << "# Assembles the summaries of " << scenario_file << " from the finished runs, written by `locosim submit`.\n"
+        << "# Assembles the summaries of " << quoted(scenario_file) << " from the finished runs, written by `locosim submit`.\n"
         << "#SBATCH --job-name=" << name << "-merge\n"
         << "#SBATCH --ntasks=1\n"
         << "#SBATCH --cpus-per-task=1\n"
-        << "#SBATCH --output=" << (logs / "merge-%j.out").string() << "\n";
+        << "#SBATCH --output=" << sbatch_file(logs.string(), "/merge-%j.out") << "\n";
   for (const auto& option : slurm.sbatch_options) merge << "#SBATCH " << option << "\n";
   merge << "exec " << quoted(program) << " merge" << common << "\n";
 

@@ -4,7 +4,8 @@
 // Only runs that are not finished are submitted; a failed or cancelled task is recomputed by
 // submitting again. Everything it writes goes under runs/<scenario>/slurm/: the two job scripts, and
 // logs/ with each task's output. The paths in the scripts are absolute: the run folders and the
-// scenario must be on a file system that every node sees.
+// scenario must be on a file system that every node sees. Every path is quoted for bash or sbatch;
+// one with a control character (a newline would start a command) is refused.
 #pragma once
 #include <filesystem>
 #include <string>
@@ -14,6 +15,9 @@
 #include "sim/sweep.hpp"
 
 namespace locosim {
+
+// --max-tasks at most: SLURM's largest MaxArraySize (4000001) allows indices up to 4000000.
+inline constexpr int kMaxArrayTasks = 4000000;
 
 struct SlurmOptions {
   std::vector<std::string> sbatch_options;  // extra #SBATCH lines ("--time=02:00:00", "--partition=cpu")
@@ -31,7 +35,9 @@ struct SlurmJobs {
 
 // Writes the scripts for the runs of `plan` (plan_runs of the whole sweep) that are not finished
 // (all with options.recompute) and submits them. `program` is the locosim binary; `scenario_file`
-// the scenario. Throws std::runtime_error if sbatch fails (with its message).
+// the scenario. Throws std::invalid_argument, before writing anything, if a path or --sbatch option
+// holds a control character (or the output path a '\'); std::runtime_error if sbatch fails (with
+// its message).
 SlurmJobs submit_to_slurm(const std::string& program, const std::string& scenario_file,
                           const std::vector<PlannedRun>& plan, const RunOptions& options, const SlurmOptions& slurm);
 

@@ -103,6 +103,9 @@ TEST_CASE("cli: malformed scenarios each give their specific message, exit 2, an
       {"warmup as long as the run", "optimizer: {lr: 3.0e-3}", "optimizer: {lr: 3.0e-3, warmup_steps: 12}",
        "train.optimizer.warmup_steps: must be < train.steps (12), got 12: the learning rate would never reach its peak"},
       {"second YAML document", "seed: 3\n", "seed: 3\n---\n", "s.yaml:3:1: a second YAML document starts here"},
+      {"seed past 64 bits", "seed: 3", "seed: 18446744073709551616",
+       "seed: must be an integer in [0, 18446744073709551615], got '18446744073709551616'"},
+      {"negative seed", "seed: 3", "seed: -1", "seed: must be an integer in [0, 18446744073709551615], got '-1'"},
   };
   CHECK(cases.size() >= 10);
   for (const BadCase& c : cases) {
@@ -315,5 +318,77 @@ TEST_CASE("cli: usage errors exit 2") {
   CliResult r = run_locosim("run nothing.yaml", dir);
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("nothing.yaml: cannot be read") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("cli: numbers on the command line get the file's bounds and plain words, exit 2, nothing written") {
+  // Regressions: -j 0 and -j -1 were accepted, --link-bucket 1e300 s too (report.link_bucket stops at
+  // 1e9 s), and --max-tasks 0 printed its bounds 150 digits long.
+  const std::string dir = scratch_dir("options");
+  write_corpus(dir + "/corpus.txt", 20000);
+  write_file(dir + "/s.yaml", small_scenario_yaml());
+  struct OptionCase {
+    std::string args;
+    std::string message;
+  };
+  const std::vector<OptionCase> cases = {
+      {"run s.yaml -o out -j 0", "error: --jobs: must be an integer in [1, 1024], got '0'"},
+      {"run s.yaml -o out -j -1", "error: --jobs: must be an integer in [1, 1024], got '-1'"},
+      {"run s.yaml -o out --jobs many", "error: --jobs: must be an integer in [1, 1024], got 'many'"},
+      {"run s.yaml -o out --step-threads 0", "error: --step-threads: must be an integer in [1, 1024], got '0'"},
+      {"run s.yaml -o out --link-bucket '1e300 s'",
+       "error: --link-bucket: must be in [0.001, 1000000000] s, got '1e300 s'"},
+      {"run s.yaml -o out --link-bucket '1 ns'", "error: --link-bucket: must be in [0.001, 1000000000] s, got '1 ns'"},
+      {"run s.yaml -o out --link-bucket 10", "error: --link-bucket: "},
+      {"submit s.yaml -o out --no-submit --max-tasks 0", "error: --max-tasks: must be an integer in [1, 4000000], got '0'"},
+  };
+  for (const OptionCase& c : cases) {
+    CAPTURE(c.args);
+    CliResult r = run_locosim(c.args, dir);
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(c.message) != std::string::npos);
+    CHECK_FALSE(std::regex_search(r.err, std::regex("[0-9]{20}")));
+    CHECK_FALSE(fs::exists(dir + "/out"));
+  }
+  // The whole range of a seed: 2^64 - 1 is one.
+  write_file(dir + "/s.yaml", replaced(small_scenario_yaml(), "seed: 3", "seed: 18446744073709551615"));
+  CliResult seed = run_locosim("check s.yaml", dir);
+  CAPTURE(seed.err);
+  CHECK(seed.exit_code == 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("cli: -o naming a file, nothing or a control character is refused with exit 2 before anything is written") {
+  // Regression: a raw filesystem error with exit 1 (or, for '', run folders in the current folder).
+  const std::string dir = scratch_dir("output-root");
+  write_corpus(dir + "/corpus.txt", 20000);
+  write_file(dir + "/s.yaml", small_scenario_yaml());
+  write_file(dir + "/afile", "not a folder\n");
+  struct RootCase {
+    std::string option;
+    std::string message;
+  };
+  const std::vector<RootCase> cases = {
+      {"-o afile", "error: -o/--output: 'afile' is a file, not a folder"},
+      {"-o afile/runs", "error: -o/--output: 'afile' is a file, not a folder"},
+      {"-o ''", "error: -o/--output: '' names no folder"},
+      {"-o 'out\nnext'", "error: -o/--output: 'out\\nnext' holds a control character"},
+  };
+  for (const char* command : {"run", "merge", "submit"}) {
+    for (const RootCase& c : cases) {
+      CAPTURE(command);
+      CAPTURE(c.option);
+      CliResult r = run_locosim(std::string(command) + " s.yaml " + c.option, dir);
+      CAPTURE(r.err);
+      CHECK(r.exit_code == 2);
+      CHECK(r.err.find(c.message) != std::string::npos);
+      CHECK(read_file(dir + "/afile") == "not a folder\n");
+      for (const auto& entry : fs::directory_iterator(dir)) {  // nothing new: no small/, no out.../
+        const std::string name = entry.path().filename().string();
+        CHECK_MESSAGE((name == "corpus.txt" || name == "s.yaml" || name == "afile"), name);
+      }
+    }
+  }
   fs::remove_all(dir);
 }

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "report/resume.hpp"
+#include "sim/estimate.hpp"
 #include "sim/run.hpp"
 #include "sim/slurm.hpp"
 #include "tests/cli_util.hpp"
@@ -212,7 +213,7 @@ TEST_CASE("slurm: the job array lists only the runs not finished, and its script
   const std::string array = read_file(dir + "/runs/small/slurm/array.sbatch");
   CHECK(array.find("#SBATCH --array=1,3,5,7,9,11\n") != std::string::npos);
   CHECK(array.find("--shard \"${SLURM_ARRAY_TASK_ID}/12\"") != std::string::npos);
-  CHECK(array.find("#SBATCH --output=" + fs::canonical(dir).string() + "/runs/small/slurm/logs/%A_%a.out\n") !=
+  CHECK(array.find("#SBATCH --output=\"" + fs::canonical(dir).string() + "/runs/small/slurm/logs/%A_%a.out\"\n") !=
         std::string::npos);
 
   CliResult fewer = run_locosim("submit s.yaml --no-submit --max-tasks 4 --sbatch=--time=0:10:00", dir);
@@ -235,4 +236,96 @@ TEST_CASE("slurm: the job array lists only the runs not finished, and its script
         std::string::npos);
   CHECK(array_ranges({0, 1, 2, 3, 5, 7, 8, 9}) == "0-3,5,7-9");
   CHECK(array_ranges({4}) == "4");
+}
+
+TEST_CASE("resume: a finished run folder that lost or truncated a file is computed again, saying why") {
+  // Regression: with metrics.csv, events.csv, trace.json and exact_losses.csv deleted, a rerun said
+  // "finished earlier" and never wrote them again.
+  const std::string dir = scratch_dir("resume-damaged");
+  write_corpus(dir + "/corpus.txt", 30000);
+  write_file(dir + "/s.yaml", small_scenario_yaml());
+  REQUIRE(run_locosim("run s.yaml -p ddp", dir).exit_code == 0);
+  const fs::path ddp = fs::path(dir) / "runs" / "small" / "ddp";
+  const std::string events = read_file((ddp / "events.csv").string());
+  const std::string metrics = read_file((ddp / "metrics.csv").string());
+  REQUIRE(!events.empty());
+  CHECK(read_file((ddp / ".locosim").string()).find(std::to_string(events.size()) + " events.csv\n") != std::string::npos);
+
+  for (const char* file : {"metrics.csv", "events.csv", "trace.json", "exact_losses.csv"}) fs::remove(ddp / file);
+  CliResult again = run_locosim("run s.yaml -p ddp", dir);
+  REQUIRE_MESSAGE(again.exit_code == 0, again.err);
+  CHECK(skipped(again.out) == 0);
+  CHECK(again.out.find("runs/small/ddp finished earlier, but events.csv is missing: computed again") != std::string::npos);
+  CHECK(count(again.out, " simulated in ") == 1);
+  CHECK(read_file((ddp / "events.csv").string()) == events);
+  CHECK(read_file((ddp / "metrics.csv").string()) == metrics);
+  CHECK(fs::exists(ddp / "trace.json"));
+  CHECK(fs::exists(ddp / "exact_losses.csv"));
+
+  fs::resize_file(ddp / "events.csv", 0);  // truncated, as by a full disk on a copy
+  CliResult truncated = run_locosim("run s.yaml -p ddp", dir);
+  CHECK(truncated.out.find("but events.csv holds 0 bytes, not the " + std::to_string(events.size()) + " written") !=
+        std::string::npos);
+  CHECK(read_file((ddp / "events.csv").string()) == events);
+  CHECK(skipped(run_locosim("run s.yaml -p ddp", dir).out) == 1);  // intact again
+
+  // merge does not count it either, nor does a folder whose marker lists no files (an older locosim's).
+  write_file((ddp / ".locosim").string(), "written by locosim\n");
+  CliResult merged = run_locosim("merge s.yaml -p ddp", dir);
+  CHECK(merged.exit_code == 1);
+  CHECK(merged.err.find("1 runs are not finished (ddp)") != std::string::npos);
+  const Sweep sweep = load_sweep(dir + "/s.yaml");
+  CHECK(damaged_run_problem(ddp, run_hash(sweep.points[0].scenario, sweep.points[0].scenario.policies[0])) ==
+        "its .locosim marker lists no files (written by an older locosim, or by hand)");
+}
+
+TEST_CASE("slurm: a newline in -o, the scenario's file name or an --sbatch option is refused with exit 2, nothing written") {
+  // Regression: it became a bare line of array.sbatch and merge.sbatch, run as a command by the job.
+  const std::string dir = scratch_dir("slurm-newline");
+  write_corpus(dir + "/corpus.txt", 30000);
+  write_file(dir + "/s.yaml", small_scenario_yaml());
+  write_file(dir + "/s\ntouch evil.yaml", small_scenario_yaml());
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"submit s.yaml --no-submit -o 'runs\ntouch evil'", "error: -o/--output: 'runs\\ntouch evil' holds a control character"},
+      {"submit 's\ntouch evil.yaml' --no-submit", "error: the scenario file '"},
+      {"submit s.yaml --no-submit '--sbatch=--time=1:00\ntouch evil'",
+       "error: --sbatch '--time=1:00\\ntouch evil' holds a control character"},
+  };
+  for (const auto& [args, message] : cases) {
+    CAPTURE(args);
+    CliResult r = run_locosim(args, dir);
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(message) != std::string::npos);
+    CHECK_FALSE(fs::exists(dir + "/runs"));
+    CHECK_FALSE(fs::exists(dir + "/runs\ntouch evil"));
+  }
+
+  // Quoted for sbatch where sbatch reads a path: spaces, quotes and '%' stay part of it.
+  CliResult odd = run_locosim("submit s.yaml --no-submit -o 'my \"runs\" 100%'", dir);
+  REQUIRE_MESSAGE(odd.exit_code == 0, odd.err);
+  const std::string root = fs::canonical(dir).string() + "/my \\\"runs\\\" 100%%/small/slurm";
+  CHECK(read_file(dir + "/my \"runs\" 100%/small/slurm/array.sbatch").find("#SBATCH --output=\"" + root + "/logs/%A_%a.out\"\n") !=
+        std::string::npos);
+  CHECK(read_file(dir + "/my \"runs\" 100%/small/slurm/merge.sbatch").find("#SBATCH --output=\"" + root + "/logs/merge-%j.out\"\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("estimate: a small run is priced in kB, and refused for disk only when half its estimate would not fit") {
+  // Regression: "needs 0 MB ... has 0 MB free", refusing a run that fits (the estimate is within
+  // about 2x, and a full disk fails a run cleanly).
+  CHECK(human_bytes(300e3) == "300 kB");
+  CHECK(human_bytes(2.5e6) == "2.5 MB");
+  CHECK(human_bytes(850e6) == "850 MB");
+  CHECK(human_bytes(13.7e9) == "13.7 GB");
+  RunEstimate small;
+  small.memory_bytes = 400e6;
+  small.disk_bytes = 300e3;
+  small.seconds = 2;
+  const std::string note = check_run_fits({small}, 1, MachineRoom{20e9, 200e3}, false);
+  CHECK(note.find("300 kB on disk") != std::string::npos);
+  CHECK(note.find("the output folder's disk has 200 kB free, which may not be enough") != std::string::npos);
+  CHECK_THROWS_WITH_AS(check_run_fits({small}, 1, MachineRoom{20e9, 100e3}, false),
+                       doctest::Contains("300 kB on disk and 2 s of single-core time; the output folder's disk has 100 kB free"),
+                       std::invalid_argument);
 }

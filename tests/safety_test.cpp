@@ -165,12 +165,55 @@ TEST_CASE("safety: a write that fails (file-size limit, as a full disk) fails th
     CHECK(WEXITSTATUS(status) == 1);
     const std::string err = read_file(dir + "/.err");
     CHECK(err.find("policies failed") != std::string::npos);
-    if (!trap.empty()) CHECK(err.find("cannot be written: File too large") != std::string::npos);
+    // Not "killed by signal 25": locosim ignores SIGXFSZ itself, and the file is named.
+    CHECK(err.find("cannot be written: File too large") != std::string::npos);
     CHECK_FALSE(fs::exists(dir + "/out/small/ddp"));
     CHECK_FALSE(fs::exists(dir + "/out/small/diloco"));
     CHECK_FALSE(fs::exists(dir + "/out/small/summary.csv"));
     CHECK(temporaries_under(dir + "/out") == 0);
   }
+}
+
+TEST_CASE("safety: with no room for one byte (ulimit -f 0) the run fails naming the file, exit 1, and leaves nothing") {
+  // Regression: SIGXFSZ killed the parent without a word (exit 153), leaving a 0-byte marker.
+  const std::string dir = setup("safety-no-room");
+  // Its messages go through a pipe to a process without the limit, else they could not be written either.
+  const std::string command = "set -o pipefail; cd '" + dir + "' && (ulimit -f 0 && exec '" + std::getenv("LOCOSIM_BIN") +
+                              "/locosim' run s.yaml -o out </dev/null 2>&1) | cat >.err";
+  const int status = std::system(("bash -c \"" + command + "\"").c_str());
+  REQUIRE(WIFEXITED(status));
+  const std::string err = read_file(dir + "/.err");
+  CAPTURE(err);
+  CHECK(WEXITSTATUS(status) == 1);
+  CHECK(err.find("out/small/.locosim: cannot be written: File too large") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir + "/out"));
+
+  // merge's summary.csv goes through a temporary file: not kept when its write fails (regression:
+  // 0-byte .summary.csv.<pid>.tmp files were left).
+  REQUIRE(run_locosim("run s.yaml -p ddp -o out", dir).exit_code == 0);
+  const std::string merge = "set -o pipefail; cd '" + dir + "' && (ulimit -f 0 && exec '" + std::getenv("LOCOSIM_BIN") +
+                            "/locosim' merge s.yaml -o out </dev/null 2>&1) | cat >.err";
+  const int merged = std::system(("bash -c \"" + merge + "\"").c_str());
+  REQUIRE(WIFEXITED(merged));
+  CHECK(WEXITSTATUS(merged) == 1);
+  CHECK(read_file(dir + "/.err").find("summary.csv.") != std::string::npos);
+  CHECK(read_file(dir + "/.err").find("cannot be written: File too large") != std::string::npos);
+  for (const auto& entry : fs::directory_iterator(dir + "/out/small")) {
+    CHECK_MESSAGE(entry.path().filename().string().find(".tmp") == std::string::npos, entry.path());
+  }
+}
+
+TEST_CASE("safety: a sweep stopped early leaves no folder for the points it did not reach") {
+  // Regression: a 10 000-point sweep killed after 36 points left 9 964 empty point folders.
+  std::string yaml = replaced(small_scenario_yaml(), "steps: 12", "steps: 20000");
+  yaml += "sweep:\n  seed: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n";
+  const std::string dir = setup("safety-sweep-stop", yaml);
+  pid_t pid = start("locosim", "run s.yaml -p ddp -j 1", dir);
+  REQUIRE(eventually([&] { return temporaries_under(dir + "/runs") == 1; }));
+  kill(pid, SIGINT);
+  CHECK(wait_for(pid, std::chrono::seconds(20)) == 130);
+  CHECK(temporaries_under(dir + "/runs") == 0);
+  CHECK_FALSE(fs::exists(dir + "/runs/small"));  // no point ran to its end: nothing of the scenario stays
 }
 
 TEST_CASE("safety: SIGINT stops the children and removes their folders, and a killed run leaves nothing after the next") {
