@@ -4,9 +4,14 @@
 //   every step:          θ_i ← InnerOpt(θ_i, ∇L_i)
 //   every H steps:       Δ   ← (1/k) Σ_i (θ − θ_i)          pseudo-gradient, one all-reduce
 //                        m   ← μ·m + Δ
-//                        θ   ← θ − η·(Δ + μ·m)             Nesterov (torch SGD, nesterov=true)
+//                        θ   ← θ − η·(Δ + μ·m)             outer: nesterov (torch SGD, nesterov=true)
+//                        θ   ← θ − η·m                     outer: sgd (heavy ball; μ 0, η 1: FedAvg)
+//                        θ   ← Adam(θ, Δ; η, β1, β2, ε)    outer: adam (torch Adam)
 //                        θ_i ← θ
 // Wire per worker per round: a ring all-reduce of P values, 2(K-1)/K · P · b bytes each way.
+// With prune: p each worker sends its Δ_i trimmed to its largest values instead, all-gathered (it is
+// sent K−1 times on a mesh), and every worker merges them by elected sign (outer_prune.hpp): the
+// merge needs each Δ_i, not only their sum.
 //
 // Timed rounds (round: fastest | seconds) are for uneven hardware: a round lasts a time budget B
 // instead of H steps, and worker i does the n_i steps that fit (a step is begun only if the last one's
@@ -27,9 +32,15 @@
 
 #include <algorithm>
 
+#include "algorithms/outer_prune.hpp"
 #include "config/section.hpp"
 
 namespace locosim {
+
+const std::vector<std::string>& diloco_outer_names() {
+  static const std::vector<std::string> names = {"nesterov", "sgd", "adam"};
+  return names;
+}
 
 DiLoCoConfig DiLoCoConfig::parse(Section& s) {
   DiLoCoConfig c;
@@ -41,14 +52,56 @@ DiLoCoConfig DiLoCoConfig::parse(Section& s) {
     // A round of a microsecond is no round; a year is past any run.
     c.round_s = s.number("round_s", std::nullopt, Range::closed(1e-6, 3.2e7));
   }
+  // `nesterov: true | false`, the older key, is `outer: nesterov | sgd`; both given must agree.
+  std::optional<bool> nesterov;
+  if (s.has("nesterov")) nesterov = s.flag("nesterov");
+  const std::string implied = !nesterov || *nesterov ? "nesterov" : "sgd";
+  const std::string outer = s.choice("outer", diloco_outer_names(), implied);
+  if (nesterov && outer != implied) {
+    s.fail("nesterov", "nesterov: " + std::string(*nesterov ? "true" : "false") + " contradicts outer: " + outer +
+                           " (nesterov: true is outer: nesterov, false is outer: sgd); write outer: alone");
+  }
+  if (outer == "sgd") c.outer = DiLoCoOuter::sgd;
+  if (outer == "adam") c.outer = DiLoCoOuter::adam;
   c.outer_lr = s.number("outer_lr", c.outer_lr, Range::open_closed(0, kMaxOuterLr));
-  c.outer_momentum = s.number("outer_momentum", c.outer_momentum, Range::closed_open(0, 1));
-  c.nesterov = s.flag("nesterov", c.nesterov);
+  if (c.outer == DiLoCoOuter::adam) {
+    if (s.has("outer_momentum")) {
+      s.fail("outer_momentum", "is read by outer: nesterov | sgd; outer: adam takes outer_betas and outer_eps");
+    }
+    std::vector<double> betas =
+        s.numbers("outer_betas", 2, std::vector<double>{c.outer_beta1, c.outer_beta2}, Range::closed_open(0, 1));
+    c.outer_beta1 = betas[0];
+    c.outer_beta2 = betas[1];
+    // Adam divides by sqrt(v) + ε; the paper's outer Adam needs ε as large as 0.1, past 10 it is SGD.
+    c.outer_eps = s.number("outer_eps", c.outer_eps, Range::open_closed(0, 10));
+  } else {
+    for (const char* key : {"outer_betas", "outer_eps"}) {
+      if (s.has(key)) s.fail(key, "is read by outer: adam only, not outer: " + outer);
+    }
+    c.outer_momentum = s.number("outer_momentum", c.outer_momentum, Range::closed_open(0, 1));
+  }
+  c.prune = s.number("prune", c.prune, Range::closed_open(0, 1));
+  if (c.prune > 0 && c.round != DiLoCoRound::steps) {
+    // The TIES merge averages the agreeing workers unweighted: it has no place for token weights.
+    s.fail("prune", "needs round: steps (the pruned merge is not weighted by tokens), got round: " + round);
+  }
   c.wire = wire_format_from_name(s.choice("wire", wire_format_names(), wire_format_name(c.wire)));
   return c;
 }
 
 namespace {
+
+// torch's SGD and Adam are exactly the outer rules above. Nesterov needs μ > 0 (at μ 0 it is SGD).
+std::unique_ptr<torch::optim::Optimizer> make_outer_optimizer(const std::vector<torch::Tensor>& global,
+                                                              const DiLoCoConfig& cfg) {
+  if (cfg.outer == DiLoCoOuter::adam) {
+    return std::make_unique<torch::optim::Adam>(
+        global, torch::optim::AdamOptions(cfg.outer_lr).betas({cfg.outer_beta1, cfg.outer_beta2}).eps(cfg.outer_eps));
+  }
+  const bool nesterov = cfg.outer == DiLoCoOuter::nesterov && cfg.outer_momentum > 0;
+  return std::make_unique<torch::optim::SGD>(
+      global, torch::optim::SGDOptions(cfg.outer_lr).momentum(cfg.outer_momentum).nesterov(nesterov));
+}
 
 class DiLoCo : public Policy {
  public:
@@ -59,10 +112,12 @@ class DiLoCo : public Policy {
         rounds_((ctx_.total_steps + cfg_.inner_steps - 1) / cfg_.inner_steps),
         budget_s_(cfg_.round_s) {
     for (const auto& p : ctx_.params) global_.push_back(p.detach().clone().requires_grad_(true));
-    // torch's SGD is exactly the outer rule above; Nesterov needs μ > 0.
-    bool nesterov = cfg_.nesterov && cfg_.outer_momentum > 0;
-    outer_ = std::make_unique<torch::optim::SGD>(
-        global_, torch::optim::SGDOptions(cfg_.outer_lr).momentum(cfg_.outer_momentum).nesterov(nesterov));
+    outer_ = make_outer_optimizer(global_, cfg_);
+    for (const auto& g : global_) {
+      if (cfg_.prune == 0) break;
+      prune_codecs_.emplace_back(g.numel(), cfg_.prune, cfg_.wire);
+      prune_bytes_ += prune_codecs_.back().bytes();
+    }
   }
 
   Sync step(int64_t step) override {
@@ -126,7 +181,7 @@ class DiLoCo : public Policy {
     for (size_t i = 0; values && i < global_.size(); ++i) mine.push_back(global_[i].detach() - ctx_.params[i].detach());
     const Wire wire{cfg_.wire, ctx_.wire_scale};
     std::vector<torch::Tensor> delta;  // averaged in place
-    const bool committed = commit_or_redo([&] {
+    const bool committed = cfg_.prune > 0 ? gather_pruned(mine, values, delta) : commit_or_redo([&] {
       delta.clear();
       double weight = 1;  // this worker's share × the members: the all-reduce's mean is then the weighted mean
       if (ends_itself() && !token_weight(weight)) return Pending([] { return false; });
@@ -141,6 +196,32 @@ class DiLoCo : public Policy {
     ++round_;
     start_round();
     return committed ? Sync::committed : Sync::aborted;
+  }
+
+  // prune > 0: all-gathers every member's trimmed Δ_i and sets `delta` to their TIES merge, over the
+  // members whose payload arrived. False if no all-gather completed (the round is given up).
+  bool gather_pruned(const std::vector<torch::Tensor>& mine, bool values, std::vector<torch::Tensor>& delta) {
+    std::vector<torch::Tensor> payload;  // per tensor: positions, values
+    for (size_t i = 0; i < mine.size(); ++i) prune_codecs_[i].encode(mine[i], payload);
+    std::vector<std::vector<torch::Tensor>> gathered;
+    const bool done = commit_or_redo([&] {
+      gathered.clear();
+      return ctx_.transport->all_gather(payload, prune_bytes_ * ctx_.wire_scale, gathered);
+    });
+    if (!done) return false;
+    delta.clear();
+    for (size_t i = 0; i < mine.size(); ++i) {
+      if (!values) {
+        delta.push_back(mine[i]);
+        continue;
+      }
+      std::vector<torch::Tensor> trimmed;  // in rank order
+      for (const auto& g : gathered) {
+        if (!g.empty()) trimmed.push_back(prune_codecs_[i].decode(g, 2 * i));
+      }
+      delta.push_back(ties_merge(trimmed).view(mine[i].sizes()));
+    }
+    return true;
   }
 
   // Timed rounds: all-gathers every member's (steps, mean step time) of this round; sets `weight` to
@@ -192,7 +273,9 @@ class DiLoCo : public Policy {
   PolicyContext ctx_;
   std::unique_ptr<torch::optim::Optimizer> inner_;
   std::vector<torch::Tensor> global_;  // θ: the outer parameters, identical on every worker
-  std::unique_ptr<torch::optim::SGD> outer_;
+  std::unique_ptr<torch::optim::Optimizer> outer_;
+  std::vector<PruneCodec> prune_codecs_;  // prune > 0: one per tensor of θ
+  double prune_bytes_ = 0;                // prune > 0: this worker's payload a round, before wire_scale
   std::vector<torch::Tensor> meta_delta_;  // timing only: tensors of Δ's shapes, made once
   // The round clock (timed rounds only).
   int64_t rounds_;               // rounds in the run: ⌈train.steps / H⌉

@@ -1,7 +1,10 @@
-// DiLoCo (arXiv 2311.08105): H inner optimizer steps, then an outer Nesterov step on the averaged
-// pseudo-gradient. Config defaults are the paper's.
+// DiLoCo (arXiv 2311.08105): H inner optimizer steps, then an outer step (Nesterov by default, SGD or
+// Adam as the paper's Figure 6 ablates) on the averaged, optionally pruned, pseudo-gradient. Config
+// defaults are the paper's.
 #pragma once
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "algorithms/policy.hpp"
 
@@ -15,13 +18,27 @@ class Section;
 // and the pseudo-gradients are averaged weighted by each worker's tokens.
 enum class DiLoCoRound { steps, fastest, seconds };
 
+// The outer optimizer (the paper's Figure 6: Nesterov beats SGD, i.e. FedAvg, and Adam). All three are
+// torch's own: `nesterov` SGD with Nesterov momentum μ, `sgd` SGD with heavy-ball momentum μ (μ 0 and
+// η 1: FedAvg), `adam` Adam with betas and eps (the paper: outer Adam needs a large eps, 0.1).
+enum class DiLoCoOuter { nesterov, sgd, adam };
+
+const std::vector<std::string>& diloco_outer_names();  // "nesterov", "sgd", "adam"
+
 struct DiLoCoConfig {
   int64_t inner_steps = 500;            // H: inner steps between synchronisations
   DiLoCoRound round = DiLoCoRound::steps;
   double round_s = 0;                   // the round's length, read only with round: seconds
-  double outer_lr = 0.7;                // η: outer learning rate
-  double outer_momentum = 0.9;          // μ: outer momentum
-  bool nesterov = true;                 // Nesterov momentum (Alg. 1); false gives heavy-ball
+  DiLoCoOuter outer = DiLoCoOuter::nesterov;  // Alg. 1's; `nesterov: false` (older scenarios) is sgd
+  double outer_lr = 0.7;                // η: outer learning rate (the paper tunes it per outer optimizer)
+  double outer_momentum = 0.9;          // μ: outer momentum (nesterov, sgd)
+  double outer_beta1 = 0.9;             // Adam's β1, β2 (outer_betas): torch's defaults; the paper's
+  double outer_beta2 = 0.999;           //   were not retrieved
+  double outer_eps = 0.1;               // Adam's ε: the paper's note: at 1e-8 every value would move by about η a round,
+                                        //   whatever the size of its Δ
+  // The fraction of each tensor's pseudo-gradient values a worker drops before sending (Table 6: 25%,
+  // 50%, 75%): TIES trimming, merged by elected sign (outer_prune.hpp). 0: the plain all-reduce.
+  double prune = 0;
   WireFormat wire = WireFormat::fp32;   // pseudo-gradient on the wire (OpenDiLoCo: fp16)
 
   static DiLoCoConfig parse(Section& s);
