@@ -258,6 +258,22 @@ TEST_CASE("fedavg: it is DiLoCo with outer SGD lr 1 and momentum 0") {
   CHECK(max_abs_diff(fedavg.params, alone.params) > 1e-4);  // the averaging did something
 }
 
+TEST_CASE("fedavg: diloco with outer: sgd, outer_lr 1 and outer_momentum 0 gives the same parameters") {
+  // θ − 1·(θ − mean θ_i) = mean θ_i (DiLoCo §3): equal up to the fp32 rounding of that subtraction.
+  const int world = 2, steps = 6;
+  Outcome sgd = train(spec_from("name: diloco\ninner_steps: 2\nouter: sgd\nouter_lr: 1\nouter_momentum: 0\n"), world,
+                      steps, plain_sgd(0.05));
+  Outcome fedavg = train(spec_from("name: fedavg\ninner_steps: 2\n"), world, steps, plain_sgd(0.05));
+  CHECK(max_abs_diff(sgd.params, fedavg.params) < 1e-6);
+  // The test can fail: heavy-ball momentum, Nesterov and Adam each move θ elsewhere.
+  for (const char* other : {"outer: sgd\nouter_lr: 1\nouter_momentum: 0.5\n", "outer: nesterov\nouter_lr: 1\n",
+                            "outer: adam\nouter_lr: 1\n"}) {
+    CAPTURE(other);
+    Outcome o = train(spec_from(std::string("name: diloco\ninner_steps: 2\n") + other), world, steps, plain_sgd(0.05));
+    CHECK(max_abs_diff(o.params, fedavg.params) > 1e-5);
+  }
+}
+
 TEST_CASE("streaming: co2: fedavg: the loss falls on the test corpus") {
   OptimizerConfig adamw;
   adamw.lr = 3e-3;
