@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Against a real SLURM: starts a private single-node cluster (scripts/slurm-cluster.sh), then
 #   1. submits a 6-point sweep (12 runs) as a job array with `locosim submit`; its merge job's
-#      summary.csv must equal, byte for byte, that of the same sweep run locally;
+#      summary.csv must equal, byte for byte, that of the same sweep run locally; and again into an
+#      output folder with a space, quotes and '%', whose logs sbatch must put there, named by job;
 #   2. runs `srun -n 2 locosim-real` of a 2-worker scenario; its eval losses and final parameters
 #      must equal those of `locosim-real --spawn 2` (the same numerics, whoever launched the ranks).
 # Exits 77 (skipped, saying why) where no cluster can be started: not root, or SLURM not installed.
@@ -49,6 +50,18 @@ echo "summary.csv of the job array equals the local run's ($(wc -l <runs/sweep-s
 resubmit=$("$build/locosim" submit "$sweep" -o runs)
 grep -q "all 12 runs are finished: nothing to submit" <<<"$resubmit" || { echo "$resubmit" >&2; exit 1; }
 
+echo "== an output folder with a space, quotes and '%': sbatch reads the quoted #SBATCH --output"
+odd='odd "runs" 100%'
+out=$("$build/locosim" submit "$sweep" -o "$odd" -p ddp --max-tasks 2)
+merge_job=$(sed -n 's/^submitted: job array \([0-9]*\), merge job \([0-9]*\).*/\2/p' <<<"$out")
+array_job=$(sed -n 's/^submitted: job array \([0-9]*\), merge job.*/\1/p' <<<"$out")
+[ -n "$merge_job" ] || { echo "$out" >&2; exit 1; }
+wait_job "$merge_job" 300
+for log in "${array_job}_0.out" "${array_job}_1.out" "merge-${merge_job}.out"; do
+  [ -f "$odd/sweep-small/slurm/logs/$log" ] || { ls -la "$odd/sweep-small/slurm/logs" >&2; echo "no log $log" >&2; exit 1; }
+done
+echo "the logs are in '$odd/sweep-small/slurm/logs', named by job and task"
+
 echo "== srun -n 2 locosim-real against --spawn 2"
 cat >real.yaml <<'EOF'
 name: real-slurm
@@ -64,7 +77,10 @@ policies:
   - {name: diloco, inner_steps: 4}
 EOF
 "$build/locosim-real" real.yaml --spawn 2 -o spawned >/dev/null
-timeout 300 srun -n 2 "$build/locosim-real" real.yaml -o srun
+# The ranks of a job prove they belong to it with a secret they all read.
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >job.secret
+chmod 600 job.secret
+LOCOSIM_JOB_SECRET_FILE=$PWD/job.secret timeout 300 srun -n 2 "$build/locosim-real" real.yaml -o srun
 python3 - spawned/real-slurm/diloco srun/real-slurm/diloco <<'EOF'
 import csv, json, sys
 def eval_losses(folder):
