@@ -73,10 +73,10 @@ std::optional<double> parse_link_bucket(const std::optional<std::string>& text) 
   if (!text) return std::nullopt;
   std::string why;
   const std::optional<double> bucket_s = parse_quantity(*text, Quantity::duration_s, &why);
-  if (!bucket_s) throw std::invalid_argument("--link-bucket: " + why);
+  if (!bucket_s) throw std::invalid_argument("--link-bucket " + *text + ": " + why);
   const Range bounds = Range::closed(kMinLinkBucketS, kMaxLinkBucketS);
   if (!bounds.contains(*bucket_s)) {
-    throw std::invalid_argument("--link-bucket: must be " + bounds.describe() + " s, got '" + *text + "'");
+    throw std::invalid_argument("--link-bucket " + *text + ": must be " + bounds.describe() + " s");
   }
   return bucket_s;
 }

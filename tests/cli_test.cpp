@@ -336,10 +336,9 @@ TEST_CASE("cli: numbers on the command line get the file's bounds and plain word
       {"run s.yaml -o out -j -1", "error: --jobs: must be an integer in [1, 1024], got '-1'"},
       {"run s.yaml -o out --jobs many", "error: --jobs: must be an integer in [1, 1024], got 'many'"},
       {"run s.yaml -o out --step-threads 0", "error: --step-threads: must be an integer in [1, 1024], got '0'"},
-      {"run s.yaml -o out --link-bucket '1e300 s'",
-       "error: --link-bucket: must be in [0.001, 1000000000] s, got '1e300 s'"},
-      {"run s.yaml -o out --link-bucket '1 ns'", "error: --link-bucket: must be in [0.001, 1000000000] s, got '1 ns'"},
-      {"run s.yaml -o out --link-bucket 10", "error: --link-bucket: "},
+      {"run s.yaml -o out --link-bucket '1e300 s'", "error: --link-bucket 1e300 s: must be in [0.001, 1000000000] s"},
+      {"run s.yaml -o out --link-bucket '1 ns'", "error: --link-bucket 1 ns: must be in [0.001, 1000000000] s"},
+      {"run s.yaml -o out --link-bucket 10", "error: --link-bucket 10: "},
       {"submit s.yaml -o out --no-submit --max-tasks 0", "error: --max-tasks: must be an integer in [1, 4000000], got '0'"},
   };
   for (const OptionCase& c : cases) {
