@@ -1,14 +1,15 @@
-// The relay of a real cluster (see relay.hpp): a reader thread and a writer thread per rank.
+// The relay of a real cluster (see relay.hpp): a handshake thread per pending connection while the
+// ranks arrive, then a reader thread and a writer thread per rank.
 #include "real/relay.hpp"
 
-#include <arpa/inet.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdio>
@@ -16,7 +17,9 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 
 #include "report/stop_signals.hpp"
@@ -24,41 +27,125 @@
 namespace locosim {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 std::runtime_error error(const std::string& what) {
   return std::runtime_error("relay: " + what + (errno ? std::string(": ") + std::strerror(errno) : ""));
 }
 
-void no_delay(int fd) {
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-}
+// Room for the job's ranks and as many strangers again, several times over: a crowd of strangers
+// fills the backlog, never the ranks' own connections out of it.
+int backlog_for(int world_size) { return std::max(64, 4 * world_size); }
 
-// Blocking writes and reads of whole buffers; MSG_NOSIGNAL: a closed peer is an error, not SIGPIPE.
-bool write_all(int fd, const void* data, size_t n) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  while (n > 0) {
-    const ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return false;
-    p += k;
-    n -= static_cast<size_t>(k);
+// Refusals reported on stderr: enough to see who knocked, not a log a stranger can fill.
+constexpr int kRefusalsReported = 20;
+
+// The ranks' connections while they arrive: each is authenticated on a thread of its own, so a
+// stranger, or a client that says nothing, holds up no one.
+struct Admission {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<int> fds;    // by rank: the first connection to prove it; -1 until then
+  int admitted = 0;
+  std::set<int> pending;   // connections mid-handshake
+  int running = 0;         // handshake threads not yet done
+  bool closed = false;     // every rank is in (or the relay gave up): late proofs are refused
+  int refusals = 0;
+
+  void report(const std::string& refusal) {  // REQUIRES: mutex held
+    if (++refusals <= kRefusalsReported) std::fprintf(stderr, "locosim-real: relay: %s\n", refusal.c_str());
+    if (refusals == kRefusalsReported) std::fprintf(stderr, "locosim-real: relay: further refusals not reported\n");
   }
-  return true;
-}
+};
 
-// False at the end of the stream or on an error.
-bool read_all(int fd, void* data, size_t n) {
-  auto* p = static_cast<uint8_t*>(data);
-  while (n > 0) {
-    const ssize_t k = recv(fd, p, n, 0);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return false;
-    p += k;
-    n -= static_cast<size_t>(k);
+void handshake(const std::shared_ptr<Admission>& a, int fd, const JobSecret& secret, int world_size,
+               std::chrono::milliseconds timeout) {
+  std::string refusal;
+  int rank = -1;
+  try {
+    rank = authenticate_client(fd, secret, "relay", world_size, timeout);
+  } catch (const std::exception& e) {
+    refusal = e.what();
   }
-  return true;
+  std::lock_guard<std::mutex> lock(a->mutex);
+  a->pending.erase(fd);
+  if (refusal.empty() && (a->closed || a->fds[rank] >= 0)) {
+    refusal = peer_name(fd) + " proved rank " + std::to_string(rank) +
+              ", which another connection holds: refused (the first keeps it)";
+  }
+  if (refusal.empty()) {
+    a->fds[rank] = fd;
+    ++a->admitted;
+  } else {
+    if (!a->closed) a->report(refusal);  // once closed, pending handshakes are cut short on purpose
+    close(fd);
+  }
+  --a->running;
+  a->changed.notify_all();
 }
 
+// Accepts connections until every rank has proved itself; returns their sockets by rank. Throws when
+// `timeout` passes without a rank proving itself while some are missing.
+std::vector<int> admit_ranks(int listener, int world_size, const JobSecret& secret, std::chrono::milliseconds timeout) {
+  auto a = std::make_shared<Admission>();
+  a->fds.assign(static_cast<size_t>(world_size), -1);
+  auto deadline = Clock::now() + timeout;
+  int admitted_seen = 0;
+  std::string failure;
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(a->mutex);
+      if (a->admitted == world_size) break;
+      if (a->admitted > admitted_seen) {  // progress: the next rank gets a full timeout too
+        admitted_seen = a->admitted;
+        deadline = Clock::now() + timeout;
+      }
+      if (Clock::now() >= deadline) {
+        failure = std::to_string(world_size - a->admitted) + " of " + std::to_string(world_size) +
+                  " ranks did not connect within " + std::to_string(timeout.count() / 1000) + " s";
+        break;
+      }
+    }
+    pollfd p{listener, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;  // a short wait: the handshake threads' progress is checked
+    const int fd = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    {
+      std::lock_guard<std::mutex> lock(a->mutex);
+      if (static_cast<int>(a->pending.size()) >= backlog_for(world_size)) {
+        a->report(peer_name(fd) + ": refused, " + std::to_string(a->pending.size()) +
+                  " connections are already proving themselves");
+        close(fd);
+        continue;
+      }
+      a->pending.insert(fd);
+      ++a->running;
+    }
+    try {
+      std::thread([a, fd, &secret, world_size, timeout] { handshake(a, fd, secret, world_size, timeout); }).detach();
+    } catch (const std::system_error&) {  // no thread to be had now: this connection is dropped
+      std::lock_guard<std::mutex> lock(a->mutex);
+      a->pending.erase(fd);
+      --a->running;
+      close(fd);
+    }
+  }
+  // Cut the handshakes still running short, and wait for them: they hold `secret` by reference.
+  std::unique_lock<std::mutex> lock(a->mutex);
+  a->closed = true;
+  for (int fd : a->pending) shutdown(fd, SHUT_RDWR);
+  a->changed.wait(lock, [&] { return a->running == 0; });
+  if (!failure.empty()) {
+    for (int fd : a->fds) {
+      if (fd >= 0) close(fd);
+    }
+    errno = 0;
+    throw error(failure);
+  }
+  return a->fds;
+}
+
+// One frame on its way from its source to the other ranks.
 struct Frame {
   int64_t source = 0;
   std::vector<uint8_t> bytes;
@@ -96,86 +183,161 @@ struct Outbox {
   }
 };
 
-}  // namespace
+// The ranks' connections once all are in.
+struct Forwarding {
+  int world_size;
+  uint64_t max_frame_bytes;
+  std::chrono::milliseconds timeout;
+  std::vector<int> fds;
+  std::vector<std::string> peers;  // "rank 1 (127.0.0.1:40112)"
+  std::vector<Outbox> outboxes;
+  std::mutex mutex;
+  std::vector<int64_t> frames_read;  // by source
+  std::string failure;               // the first peer that broke the protocol, and how
 
-void serve_relay(uint16_t port, int world_size, std::chrono::milliseconds timeout,
-                 const std::function<void(uint16_t port)>& on_listening) {
-  errno = 0;
-  const int listener = socket(AF_INET, SOCK_STREAM, 0);
-  if (listener < 0) throw error("socket");
-  int one = 1;
-  setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_ANY);
-  addr.sin_port = htons(port);
-  socklen_t len = sizeof addr;
-  if (bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(listener, world_size) != 0 ||
-      getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    const auto e = error("cannot listen on port " + std::to_string(port));
-    close(listener);
-    throw e;
+  Forwarding(std::vector<int> rank_fds, uint64_t max_bytes, std::chrono::milliseconds t)
+      : world_size(static_cast<int>(rank_fds.size())),
+        max_frame_bytes(max_bytes),
+        timeout(t),
+        fds(std::move(rank_fds)),
+        outboxes(fds.size()),
+        frames_read(fds.size(), 0) {
+    for (int r = 0; r < world_size; ++r) peers.push_back("rank " + std::to_string(r) + " (" + peer_name(fds[r]) + ")");
   }
-  if (on_listening) on_listening(ntohs(addr.sin_port));
 
-  std::vector<int> fds(static_cast<size_t>(world_size), -1);
-  auto close_all = [&] {
-    for (int fd : fds) {
-      if (fd >= 0) close(fd);
-    }
-  };
-  for (int connected = 0; connected < world_size;) {
-    pollfd p{listener, POLLIN, 0};
-    const int ready = poll(&p, 1, static_cast<int>(timeout.count()));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) {
-      close(listener);
-      close_all();
-      errno = 0;
-      throw error(std::to_string(world_size - connected) + " of " + std::to_string(world_size) +
-                  " ranks did not connect within " + std::to_string(timeout.count() / 1000) + " s");
-    }
-    const int fd = accept(listener, nullptr, nullptr);
-    if (fd < 0) continue;
-    int64_t rank = -1;
-    if (!read_all(fd, &rank, sizeof rank) || rank < 0 || rank >= world_size || fds[rank] >= 0) {
-      close(fd);  // not one of ours, or a rank twice: ignored
-      continue;
-    }
-    no_delay(fd);
-    fds[rank] = fd;
-    ++connected;
+  // Static groups: one rank broken breaks every all-gather, so every connection is shut down at once
+  // (the readers and writers see it and end) rather than left to the ranks' timeouts.
+  void fail(const std::string& why) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!failure.empty()) return;
+    failure = why;
+    for (int fd : fds) shutdown(fd, SHUT_RDWR);
   }
-  close(listener);
 
-  std::vector<Outbox> outboxes(static_cast<size_t>(world_size));
-  std::vector<std::thread> writers, readers;
-  for (int r = 0; r < world_size; ++r) {
-    writers.emplace_back([&, r] {
-      bool ok = true;  // after a failed write (the rank is gone) the rest is dropped
-      while (auto f = outboxes[r].pop()) {
-        const int64_t head[2] = {f->source, static_cast<int64_t>(f->bytes.size())};
-        ok = ok && write_all(fds[r], head, sizeof head) && write_all(fds[r], f->bytes.data(), f->bytes.size());
+  // Forwards a whole frame of rank r. A rank sends its k-th frame once it holds every other rank's
+  // (k-1)-th: a source further ahead is not running all-gathers, and the frames it would pile up in
+  // the others' outboxes are refused.
+  bool forward(int r, std::vector<uint8_t> bytes) {
+    auto f = std::make_shared<Frame>();
+    f->source = r;
+    f->bytes = std::move(bytes);
+    std::string broken;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      const int64_t k = ++frames_read[r];
+      for (int s = 0; s < world_size && broken.empty(); ++s) {
+        if (s != r && k > frames_read[s] + 1) {
+          broken = peers[r] + " sent its all-gather frame " + std::to_string(k) + " before rank " + std::to_string(s) +
+                   "'s frame " + std::to_string(k - 1) + " reached it: not an all-gather";
+        }
       }
-    });
-    readers.emplace_back([&, r] {
-      while (true) {
-        int64_t n = 0;
-        if (!read_all(fds[r], &n, sizeof n) || n < 0) break;  // the rank closed its connection: done
-        auto f = std::make_shared<Frame>();
-        f->source = r;
-        f->bytes.resize(static_cast<size_t>(n));
-        if (!read_all(fds[r], f->bytes.data(), f->bytes.size())) break;
+      if (broken.empty()) {
         for (int to = 0; to < world_size; ++to) {
           if (to != r) outboxes[to].push(f);  // forwarded once the whole payload is here
         }
       }
-    });
+    }
+    if (!broken.empty()) fail(broken);
+    return broken.empty();
+  }
+
+  void read_from(int r) {
+    FrameReader in = FrameReader::uplink(r, max_frame_bytes);
+    std::vector<uint8_t> buffer(1 << 16);
+    while (true) {
+      pollfd p{fds[r], POLLIN, 0};
+      // Between frames a rank may compute for as long as it likes; inside one it must keep sending.
+      const int ready = poll(&p, 1, in.mid_frame() ? static_cast<int>(timeout.count()) : -1);
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready == 0) {
+        return fail(peers[r] + " was silent for " + std::to_string(timeout.count() / 1000) +
+                    " s in the middle of a frame");
+      }
+      const ssize_t k = recv(fds[r], buffer.data(), buffer.size(), MSG_DONTWAIT);
+      if (k < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+      if (k < 0) return fail(peers[r] + ": " + std::strerror(errno));
+      if (k == 0) {  // the rank closed its connection: done, unless it stopped inside a frame
+        if (in.mid_frame()) fail(peers[r] + " closed its connection in the middle of a frame");
+        return;
+      }
+      try {
+        in.feed(buffer.data(), static_cast<size_t>(k));
+      } catch (const FrameError& e) {
+        return fail(peers[r] + " sent " + e.what());
+      }
+      while (in.has_frame()) {
+        if (!forward(r, in.next().bytes)) return;
+      }
+    }
+  }
+
+  void write_to(int r) {
+    bool ok = true;  // after a failed write the rest is dropped (the relay is failing)
+    while (auto f = outboxes[r].pop()) {
+      if (!ok) continue;
+      const int64_t head[2] = {f->source, static_cast<int64_t>(f->bytes.size())};
+      ok = send_all(fds[r], head, sizeof head) && send_all(fds[r], f->bytes.data(), f->bytes.size());
+      if (!ok) {
+        fail(peers[r] + (errno == EAGAIN || errno == EWOULDBLOCK
+                             ? " took nothing of its downlink for " + std::to_string(timeout.count() / 1000) + " s"
+                             : std::string(" is gone: ") + std::strerror(errno)));
+      }
+    }
+  }
+
+  // A blocking send of a whole buffer; SO_SNDTIMEO (the timeout) bounds each wait for room.
+  static bool send_all(int fd, const void* data, size_t n) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    while (n > 0) {
+      const ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0) return false;
+      p += k;
+      n -= static_cast<size_t>(k);
+    }
+    return true;
+  }
+};
+
+}  // namespace
+
+void serve_relay(const std::string& address, uint16_t port, int world_size, const JobSecret& secret,
+                 uint64_t max_frame_bytes, std::chrono::milliseconds timeout,
+                 const std::function<void(uint16_t port)>& on_listening) {
+  int listener = -1;
+  try {
+    listener = listen_on(address, port, backlog_for(world_size));
+  } catch (const std::exception& e) {
+    errno = 0;
+    throw error(e.what());
+  }
+  std::vector<int> fds;
+  try {
+    if (on_listening) on_listening(bound_port(listener));
+    fds = admit_ranks(listener, world_size, secret, timeout);
+  } catch (...) {
+    close(listener);
+    throw;
+  }
+  close(listener);  // every rank is in: no one else gets to knock
+
+  timeval send_timeout{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
+  for (int fd : fds) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
+  }
+  Forwarding relay(std::move(fds), max_frame_bytes, timeout);
+  std::vector<std::thread> writers, readers;
+  for (int r = 0; r < world_size; ++r) {
+    writers.emplace_back([&relay, r] { relay.write_to(r); });
+    readers.emplace_back([&relay, r] { relay.read_from(r); });
   }
   for (auto& t : readers) t.join();
-  for (auto& box : outboxes) box.close();
+  for (auto& box : relay.outboxes) box.close();
   for (auto& t : writers) t.join();
-  close_all();
+  for (int fd : relay.fds) close(fd);
+  if (!relay.failure.empty()) throw PeerError("relay: " + relay.failure);
 }
 
 struct RelayThread::State {
@@ -183,12 +345,15 @@ struct RelayThread::State {
   std::thread thread;
 };
 
-RelayThread::RelayThread(int world_size, std::chrono::milliseconds timeout) : state_(std::make_shared<State>()) {
+RelayThread::RelayThread(int world_size, const JobSecret& secret, uint64_t max_frame_bytes,
+                         std::chrono::milliseconds timeout)
+    : state_(std::make_shared<State>()) {
   auto port = state_->listening.get_future();
-  state_->thread = std::thread([state = state_, world_size, timeout] {
+  state_->thread = std::thread([state = state_, world_size, secret, max_frame_bytes, timeout] {
     StopSignals::block_in_this_thread();
     try {
-      serve_relay(0, world_size, timeout, [&](uint16_t p) { state->listening.set_value(p); });
+      serve_relay("127.0.0.1", 0, world_size, secret, max_frame_bytes, timeout,
+                  [&](uint16_t p) { state->listening.set_value(p); });
     } catch (const std::exception& e) {
       try {
         state->listening.set_exception(std::current_exception());
@@ -225,35 +390,29 @@ void check_relay_address(const std::string& address) {
   }
 }
 
-RelayClient::RelayClient(const std::string& address, int rank, int world_size, std::chrono::milliseconds timeout)
-    : rank_(rank), world_size_(world_size), timeout_(timeout), ahead_(static_cast<size_t>(world_size)) {
+RelayClient::RelayClient(const std::string& address, int rank, int world_size, const JobSecret& secret,
+                         uint64_t max_frame_bytes, std::chrono::milliseconds timeout)
+    : rank_(rank),
+      world_size_(world_size),
+      timeout_(timeout),
+      max_frame_bytes_(max_frame_bytes),
+      relay_(address),
+      inbox_(FrameReader::downlink(world_size, rank, max_frame_bytes)),
+      ahead_(static_cast<size_t>(world_size)) {
   check_relay_address(address);
   const size_t colon = address.rfind(':');
-  const std::string host = address.substr(0, colon), port = address.substr(colon + 1);
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {  // the relay may start after this rank
-    addrinfo hints{};
-    hints.ai_family = AF_INET;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* found = nullptr;
-    if (getaddrinfo(host.c_str(), port.c_str(), &hints, &found) == 0) {
-      fd_ = socket(AF_INET, SOCK_STREAM, 0);
-      if (fd_ >= 0 && connect(fd_, found->ai_addr, found->ai_addrlen) == 0) {
-        freeaddrinfo(found);
-        break;
-      }
-      if (fd_ >= 0) close(fd_);
-      fd_ = -1;
-      freeaddrinfo(found);
-    }
-    if (std::chrono::steady_clock::now() > deadline) throw error("cannot connect to " + address);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto port = static_cast<uint16_t>(std::stoi(address.substr(colon + 1)));
+  try {
+    fd_ = connect_to(address.substr(0, colon), port, Clock::now() + timeout);  // the relay may start after this rank
+  } catch (const std::exception& e) {
+    errno = 0;
+    throw error(e.what());
   }
-  no_delay(fd_);
-  const int64_t hello = rank;
-  if (!write_all(fd_, &hello, sizeof hello)) {
+  try {
+    authenticate_to_server(fd_, secret, "relay", rank, world_size, timeout);
+  } catch (...) {
     close(fd_);
-    throw error("the relay at " + address + " closed the connection");
+    throw;
   }
 }
 
@@ -262,6 +421,10 @@ RelayClient::~RelayClient() {
 }
 
 std::vector<std::vector<uint8_t>> RelayClient::all_gather(const std::vector<uint8_t>& payload) {
+  if (payload.size() > max_frame_bytes_) {  // the relay would refuse it: say why here
+    throw std::logic_error("relay: this rank's payload of " + std::to_string(payload.size()) +
+                           " bytes is over the run's bound of " + std::to_string(max_frame_bytes_) + " bytes");
+  }
   std::vector<uint8_t> frame(sizeof(int64_t) + payload.size());
   const int64_t n = static_cast<int64_t>(payload.size());
   std::memcpy(frame.data(), &n, sizeof n);
@@ -290,21 +453,21 @@ std::vector<std::vector<uint8_t>> RelayClient::all_gather(const std::vector<uint
         if (k == 0) errno = 0;
         throw error("the relay closed the connection (a rank was lost, or the relay stopped)");
       }
-      if (k > 0) inbox_.insert(inbox_.end(), buffer.begin(), buffer.begin() + k);
-      size_t at = 0;  // whole frames out of the inbox
-      while (inbox_.size() - at >= 2 * sizeof(int64_t)) {
-        int64_t head[2];
-        std::memcpy(head, inbox_.data() + at, sizeof head);
-        if (head[0] < 0 || head[0] >= world_size_ || head[0] == rank_ || head[1] < 0) {
-          errno = 0;
-          throw error("a malformed frame from the relay");
-        }
-        const size_t whole = sizeof head + static_cast<size_t>(head[1]);
-        if (inbox_.size() - at < whole) break;
-        ahead_[head[0]].emplace_back(inbox_.begin() + at + sizeof head, inbox_.begin() + at + whole);
-        at += whole;
+      try {
+        if (k > 0) inbox_.feed(buffer.data(), static_cast<size_t>(k));
+      } catch (const FrameError& e) {
+        throw PeerError("relay: the relay at " + relay_ + " sent " + e.what());
       }
-      inbox_.erase(inbox_.begin(), inbox_.begin() + at);
+      while (inbox_.has_frame()) {
+        RelayFrame f = inbox_.next();
+        // A source sends its next frame once it holds this rank's current one: two are the most
+        // an all-gather can see from it.
+        if (ahead_[f.source].size() >= 2) {
+          throw PeerError("relay: the relay at " + relay_ + " sent a third frame of rank " + std::to_string(f.source) +
+                          " before this rank's all-gather took the first: not an all-gather");
+        }
+        ahead_[f.source].push_back(std::move(f.bytes));
+      }
     }
     if ((p.revents & POLLOUT) && sent < frame.size()) {
       const ssize_t k = send(fd_, frame.data() + sent, frame.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
