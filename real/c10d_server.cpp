@@ -6,15 +6,20 @@
 // the windows of ServerWindow (transport.hpp): a window opens at the first push it reads and holds
 // those read within grace_s of it, or every push of the ranks still training; it then applies them
 // in rank order and writes each one's reply. The thread starts with rank 0's first push (earlier
-// pushes of other ranks wait in the store) and ends once every rank was told to stop.
+// pushes of other ranks wait in the store) and ends once every rank was told to stop. Whatever it reads
+// is checked first (server_messages.hpp): the order's rank and number, and each push laid out as the
+// server's own rank's; a bad one fails the run with an error naming its rank and key.
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <map>
 #include <thread>
 
 #include "real/c10d_transport.hpp"
+#include "real/server_messages.hpp"
+#include "real/store_client.hpp"
 #include "real/store_format.hpp"
 
 namespace locosim {
@@ -38,22 +43,50 @@ std::vector<uint8_t> tensor_bytes(const std::vector<torch::Tensor>& xs) {
   return out;
 }
 
-std::vector<torch::Tensor> tensors_from(const std::vector<uint8_t>& bytes) {
+// The dtypes a message may hold: those of `xs`, and `also`.
+std::map<int64_t, Dtype> dtypes_of(const std::vector<torch::Tensor>& xs, std::vector<torch::ScalarType> also = {}) {
+  for (const auto& x : xs) also.push_back(x.scalar_type());
+  std::map<int64_t, Dtype> out;
+  for (torch::ScalarType t : also) out[static_cast<int64_t>(t)] = {c10::elementSize(t), c10::toString(t)};
+  return out;
+}
+
+// Every rank pushes the same tensors (the same model, the same wire): a push is laid out as the
+// server's own rank's, `up`.
+MessageBounds push_bounds(const std::vector<torch::Tensor>& up) {
+  std::vector<TensorShape> layout;
+  for (const auto& x : up) layout.push_back({static_cast<int64_t>(x.scalar_type()), x.sizes().vec()});
+  return MessageBounds::exactly(layout, dtypes_of(up));
+}
+
+// A reply to `up` (the server's model and its counts): as many tensors, of the push's dtypes or fp32 or
+// fp64, at most 8 bytes an element of the push's.
+MessageBounds reply_bounds(const std::vector<torch::Tensor>& up) {
+  MessageBounds b;
+  b.dtypes = dtypes_of(up, {torch::kFloat32, torch::kFloat64});
+  b.max_tensors = up.size();
+  b.max_total_bytes = 64 * 8;  // the counts
+  for (const auto& x : up) {
+    b.max_dims = std::max(b.max_dims, static_cast<size_t>(x.dim()));
+    b.max_total_bytes += 8 * static_cast<uint64_t>(x.numel());
+  }
+  return b;
+}
+
+// The tensors of a message, once parse_tensor_heads has checked it against `bounds`; `what` names the
+// message in an error.
+std::vector<torch::Tensor> tensors_from(const std::vector<uint8_t>& bytes, const MessageBounds& bounds,
+                                        const std::string& what) {
+  std::vector<TensorHead> heads;
+  try {
+    heads = parse_tensor_heads(bytes.data(), bytes.size(), bounds);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(what + ": " + e.what());
+  }
   std::vector<torch::Tensor> out;
-  size_t offset = 0;
-  auto take = [&](void* p, size_t n) {
-    if (offset + n > bytes.size()) throw std::runtime_error("parameter server: a message is truncated");
-    std::memcpy(p, bytes.data() + offset, n);
-    offset += n;
-  };
-  while (offset < bytes.size()) {
-    int64_t type = 0, dims = 0;
-    take(&type, sizeof type);
-    take(&dims, sizeof dims);
-    std::vector<int64_t> sizes(static_cast<size_t>(dims));
-    if (!sizes.empty()) take(sizes.data(), sizes.size() * sizeof(int64_t));
-    torch::Tensor t = torch::empty(sizes, torch::TensorOptions().dtype(static_cast<torch::ScalarType>(type)));
-    take(t.data_ptr(), t.nbytes());
+  for (const auto& head : heads) {
+    torch::Tensor t = torch::empty(head.shape.sizes, torch::dtype(static_cast<torch::ScalarType>(head.shape.dtype)));
+    if (head.bytes > 0) std::memcpy(t.data_ptr(), bytes.data() + head.offset, head.bytes);
     out.push_back(t);
   }
   return out;
@@ -70,21 +103,37 @@ struct C10dTransport::ServerThread {
   std::string error;                // what stopped the thread: written before `failed` is set
   std::atomic<bool> failed{false};  // read by rank 0's worker while the thread runs
 
-  void run(c10::intrusive_ptr<c10d::Store> store, int world_size, double grace_s, std::chrono::milliseconds timeout,
-           const Clock::time_point start) {
+  void run(c10::intrusive_ptr<c10d::Store> store, int world_size, const MessageBounds& push, double grace_s,
+           std::chrono::milliseconds timeout, const Clock::time_point start) {
     auto now_s = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
     ServerWindow window;
     std::map<int, int64_t> push_of;  // the window's pushes: rank -> its push number
+    std::vector<int64_t> pushes_read(static_cast<size_t>(world_size), 0);  // by rank
     int64_t next = 1;
-    // Reads the order numbered `next` if it is there; false if not (yet).
+    // Reads the order numbered `next` if it is there; false if not (yet). Whatever it names is checked
+    // first: anything in the store may have been written by any of the job's processes.
     auto read_next = [&]() {
       const std::string key = "ps/order/" + std::to_string(next);
       if (!store->check({key})) return false;
-      const auto order = from_bytes<int64_t>(store->get(key));
-      const int rank = static_cast<int>(order.at(0));
-      push_of[rank] = order.at(1);
-      window.add(rank, tensors_from(store->get(push_key(rank, order.at(1)))));
-      store->deleteKey(push_key(rank, order.at(1)));  // the store keeps only what is in flight
+      PushOrder order;
+      try {
+        order = parse_push_order(store->get(key), world_size);
+      } catch (const std::invalid_argument& e) {
+        throw std::runtime_error("the order " + key + ": " + e.what());
+      }
+      // A rank pushes again only once its reply came: its pushes arrive one at a time, numbered from 0.
+      if (order.push != pushes_read[order.rank] || push_of.count(order.rank)) {
+        throw std::runtime_error("the order " + key + " names rank " + std::to_string(order.rank) + "'s push " +
+                                 std::to_string(order.push) + ", where its next is " +
+                                 std::to_string(pushes_read[order.rank]) +
+                                 (push_of.count(order.rank) ? " (its push in this window has no reply yet)" : ""));
+      }
+      const std::string push_at = push_key(order.rank, order.push);
+      window.add(order.rank, tensors_from(store->get(push_at), push,
+                                          "rank " + std::to_string(order.rank) + "'s push (" + push_at + ")"));
+      push_of[order.rank] = order.push;
+      ++pushes_read[order.rank];
+      store->deleteKey(push_at);  // the store keeps only what is in flight
       store->deleteKey(key);
       ++next;
       return true;
@@ -119,8 +168,9 @@ bool C10dTransport::push_pull(const std::vector<torch::Tensor>& up, std::vector<
     server_ = std::make_shared<ServerThread>();
     server_->server = exchange.make_server();
     // The thread holds the server too: a transport destroyed early (a failed run) detaches it.
-    server_->thread = std::thread([self = server_, store = job_.connect(), k = world_size(), grace = exchange.grace_s,
-                                   timeout = job_.timeout, start = start_] { self->run(store, k, grace, timeout, start); });
+    server_->thread = std::thread([self = server_, store = job_.connect(), k = world_size(), push = push_bounds(up),
+                                   grace = exchange.grace_s, timeout = job_.timeout,
+                                   start = start_] { self->run(store, k, push, grace, timeout, start); });
   }
   const double start = now_s();
   job_.store->set(push_key(rank(), n), tensor_bytes(up));
@@ -129,11 +179,13 @@ bool C10dTransport::push_pull(const std::vector<torch::Tensor>& up, std::vector<
   const double sent = now_s();
   recorder_.event({rank(), EventKind::send, start, sent, exchange.up_bytes, 0});
   const std::string key = reply_key(rank(), n);
-  while (true) {  // a window may last a slow worker's whole round: wait in store timeouts
+  // A window may last a slow worker's whole round: wait in store timeouts. Any other failure is the
+  // store gone (rank 0, its host, failed): this rank fails too, rather than ask again forever.
+  while (true) {
     try {
       job_.store->wait({key});
       break;
-    } catch (const std::exception&) {
+    } catch (const StoreTimeout&) {
       if (server_ && server_->failed.load(std::memory_order_acquire)) {
         throw std::runtime_error("parameter server: " + server_->error);
       }
@@ -141,7 +193,7 @@ bool C10dTransport::push_pull(const std::vector<torch::Tensor>& up, std::vector<
   }
   const double replied = now_s();
   if (replied > sent) recorder_.event({rank(), EventKind::wait, sent, replied, 0, -1});
-  down = tensors_from(job_.store->get(key));
+  down = tensors_from(job_.store->get(key), reply_bounds(up), "parameter server: the reply " + key);
   job_.store->deleteKey(key);
   recorder_.event({rank(), EventKind::recv, replied, now_s(), exchange.down_bytes, 0});
   return true;
