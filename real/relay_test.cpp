@@ -264,7 +264,7 @@ TEST_CASE("relay: a frame longer than the run's bound fails its rank at once, be
   }
 }
 
-TEST_CASE("relay: a frame of the run's bound goes through; a rank silent inside a frame is failed after the timeout") {
+TEST_CASE("relay: a frame of the run's bound goes through, and a rank silent inside a frame is failed after the timeout") {
   Relay relay(2, 1000ms);
   auto r0 = relay.client(0, 2);
   const int fd = raw_rank(relay.port, relay.secret(), 1, 2);

@@ -60,7 +60,7 @@ std::string order_refusal(const std::vector<uint8_t>& bytes) {
 
 }  // namespace
 
-TEST_CASE("parameter server: a push laid out as the server's own rank's is read; the reporter's bad pushes are refused") {
+TEST_CASE("parameter server: a push laid out as the server's own rank's is read, and the reporter's bad pushes are refused") {
   const MessageBounds push = MessageBounds::exactly(kLayout, kDtypes);
   const auto good = message({{kFloat, 2, 4, 3}, {kDouble, 1, 2}});
   const auto heads = parse_tensor_heads(good.data(), good.size(), push);
