@@ -47,9 +47,13 @@ RunSummary summarize(const Recorder& recorder, const std::vector<std::string>& a
   RunSummary s;
   s.workers = workers;
   s.target_loss = target_loss;
+  // The run lasts until its last worker stopped or left: its last metric row, or the end of its last
+  // event (a worker lost mid-round records no row for that round, but its work and its absence ran
+  // until then).
   std::vector<double> compute_s(workers, 0), end_s(workers, 0);
   for (const auto& e : recorder.events()) {
     if (e.worker >= workers) continue;  // a relay host's own flows (recorded as worker K) are not a worker's
+    end_s[e.worker] = std::max(end_s[e.worker], e.end_s);
     if (e.kind == EventKind::compute) compute_s[e.worker] += e.end_s - e.start_s;
     if (e.kind == EventKind::send) s.sent_bytes_per_worker += e.bytes / workers;
     if (e.kind == EventKind::recv) s.recv_bytes_per_worker += e.bytes / workers;

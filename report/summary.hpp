@@ -27,7 +27,7 @@ struct RunSummary {
   int workers = 0;
   int64_t steps = 0;
   int64_t tokens = 0;                 // summed over workers
-  double wall_clock_s = 0;            // when the last worker finished
+  double wall_clock_s = 0;            // when the last worker finished or left (its last row or event)
   double compute_utilization = 0;     // mean over workers of compute time / wall-clock
   double utilization_min = 0;         // the least used worker's compute time / wall-clock
   double utilization_max = 0;         // the most used worker's
