@@ -46,12 +46,19 @@ void Membership::run_worker(int rank) {
   if (over_ || w.done) return;
   const bool fresh = !w.started && sg4::Engine::get_clock() == 0;
   w.started = true;
-  if (fresh) {
-    w.running = true;
-    w.loop->run(0);
-  } else {
-    join(rank);
-    if (!w.running) return;  // the run ended while it waited
+  try {
+    if (fresh) {
+      w.running = true;
+      w.loop->run(0);
+    } else {
+      join(rank);
+      if (!w.running) return;  // the run ended while it waited
+    }
+  } catch (const CutOff& e) {  // it can no longer reach the server: lost, as if its host had failed
+    cut_off_.push_back(e.what());
+    lose(rank);
+    end_if_over();
+    return;
   }
   w.running = false;
   w.done = true;
@@ -102,7 +109,10 @@ void Membership::join(int rank) {
   while (true) {
     const int member = first_running();
     const int source = member >= 0 ? member : world_.relay ? static_cast<int>(workers_.size()) : -1;
-    if (source < 0) break;  // no one to download from: the checkpoint is on this worker's disk
+    if (source < 0) {  // no one to download from: the checkpoint is on this worker's disk, read at no cost
+      world_.recorder->event({rank, EventKind::join, sg4::Engine::get_clock(), sg4::Engine::get_clock(), 0, -1});
+      break;
+    }
     const double start_s = sg4::Engine::get_clock();
     const double bytes = checkpoint_->bytes * wire_scale_;
     // A daemon: if the joiner is lost before it takes the download, nothing waits for this one.

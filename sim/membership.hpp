@@ -2,8 +2,11 @@
 // side of membership (policies see only the Transport): a worker whose host fails is lost with the
 // work it had not committed; when its host is back it downloads the group's state from a live
 // member, charged on their links, then goes in at the group's next handover point (a sync, committed
-// or given up, with nothing in flight) and continues from the group's step. Its data shard is its
-// own: batches are not handed to others while it is away, and it resumes its own stream when back.
+// or given up, with nothing in flight) and continues from the group's step; to a group every worker
+// has left, it brings the last handover point (from the relay, or its own disk) and redoes the steps
+// since. Its data shard is its own: batches are not handed to others while it is away, and it
+// resumes its own stream when back. A worker cut off from the parameter server for good (CutOff) is
+// lost like one whose host failed.
 #pragma once
 #include <simgrid/forward.h>
 
@@ -57,8 +60,13 @@ class Membership {
   // After the engine has run: records the absences still open at `end_s`.
   void close(double end_s);
 
+  // Whether a group that every worker has left can start again from its last handover point (the
+  // policy hands over: Policy::handover_ready), when one of them comes back.
+  bool can_restart() const { return checkpoint_ != nullptr && !over_; }
   int lost() const { return lost_; }
   int joined() const { return joined_; }
+  // Why workers left the run while their hosts were on (SimTransport's CutOff), in order.
+  const std::vector<std::string>& cut_off() const { return cut_off_; }
 
  private:
   void lose(int rank);
@@ -81,6 +89,7 @@ class Membership {
   std::shared_ptr<const GroupSnapshot> checkpoint_;  // the group's state at its latest handover point
   std::map<const simgrid::s4u::Host*, int> rank_of_;
   std::vector<simgrid::s4u::ActorPtr> actors_;       // by rank: its current actor
+  std::vector<std::string> cut_off_;
   bool over_ = false;
   int lost_ = 0;
   int joined_ = 0;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <stdexcept>
+#include <utility>
 
 #include "algorithms/torch_time.hpp"
 #include "sim/collectives.hpp"
@@ -310,6 +311,7 @@ bool transfer(int self, int from, int to, sg4::Host* other_host, const std::stri
     }
   };
   const bool other_sends = self != from;
+  if (!other_host->is_on()) return false;  // nothing listens there (SimGrid refuses an actor on it)
   sg4::Actor::create(tag, other_host, [side, other_sends] {
     try {
       side(other_sends);
@@ -326,9 +328,51 @@ bool transfer(int self, int from, int to, sg4::Host* other_host, const std::stri
 
 }  // namespace
 
+bool stays_off(const WorldSpec& world, const std::string& target, WorldResource what, int rank, double now_s) {
+  for (const ChurnSpec& churn : world.churn) {
+    if (std::find(churn.hosts.begin(), churn.hosts.end(), rank) != churn.hosts.end()) return false;
+  }
+  for (const WorldProfile& p : world.profiles) {
+    if (p.target != target || p.what != what) continue;
+    for (const auto& [at_s, on] : p.points) {
+      if (on != 0 && (p.period_s >= 0 || at_s >= now_s)) return false;
+    }
+  }
+  return true;
+}
+
+std::string SimTransport::cut_for_good() const {
+  if (!world_.platform || !world_.changes) return "";
+  const double now = now_s();
+  const size_t server = world_.relay ? world_.hosts.size() : 0;
+  if (!world_.relay && !world_.hosts[0]->is_on() &&
+      stays_off(*world_.changes, world_.platform->hosts[0].name, WorldResource::host_state, 0, now)) {
+    return "the server's host " + world_.platform->hosts[0].name +
+           " (rank 0's: the platform has no relay) is off for good";
+  }
+  const size_t self = static_cast<size_t>(rank_);
+  for (const auto& [from, to] : {std::pair{self, server}, std::pair{server, self}}) {
+    for (const std::string& name : route_link_names(*world_.platform, from, to)) {
+      if (!sg4::Link::by_name(name)->is_on() && stays_off(*world_.changes, name, WorldResource::link_state, -1, now)) {
+        return "link " + name + " on its route to the server is off for good";
+      }
+    }
+  }
+  return "";
+}
+
+bool SimTransport::exchange_failed() {
+  doing_ = nullptr;
+  const std::string who = "worker " + std::to_string(rank_) + " left the run at " + g(now_s()) + " s: ";
+  if (world_.server && world_.server->done()) throw CutOff(who + "the server, which holds the run's work, is out of reach");
+  if (const std::string why = cut_for_good(); !why.empty()) throw CutOff(who + why);
+  return false;
+}
+
 // The push travels to the server's host and the reply back, each as one flow; in between the
 // worker waits for its window to close: when every worker still training has pushed into it, or
-// grace_s after its first push, whichever comes first.
+// grace_s after its first push, whichever comes first. An exchange that fails (a cut link, the
+// server's host off) is not retried: the worker's next round pushes again (exchange_failed).
 bool SimTransport::push_pull(const std::vector<torch::Tensor>& up, std::vector<torch::Tensor>& down,
                              const ServerExchange& exchange) {
   const int server = world_.relay ? world_size() : 0;
@@ -337,8 +381,7 @@ bool SimTransport::push_pull(const std::vector<torch::Tensor>& up, std::vector<t
   const std::string tag = "push-" + std::to_string(rank_) + "-" + std::to_string(pushes_++);
   doing_ = "pushing to the server";
   if (server != rank_ && !transfer(rank_, rank_, server, server_host, tag + "/up", exchange.up_bytes, *recorder)) {
-    doing_ = nullptr;
-    return false;
+    return exchange_failed();
   }
 
   const double at = now_s();
@@ -371,8 +414,7 @@ bool SimTransport::push_pull(const std::vector<torch::Tensor>& up, std::vector<t
 
   doing_ = "receiving the server's reply";
   if (server != rank_ && !transfer(rank_, server, rank_, server_host, tag + "/down", exchange.down_bytes, *recorder)) {
-    doing_ = nullptr;
-    return false;
+    return exchange_failed();
   }
   doing_ = nullptr;
   down = std::move(reply);

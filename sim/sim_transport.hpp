@@ -7,12 +7,14 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "algorithms/recorder.hpp"
 #include "algorithms/transport.hpp"
 #include "config/platform.hpp"
+#include "config/world.hpp"
 #include <simgrid/forward.h>
 
 namespace locosim {
@@ -37,6 +39,14 @@ struct SimCollective {
 
 class StepPool;
 
+// Thrown by SimTransport::push_pull when the worker's exchange with the server failed and cannot
+// succeed any more: the server already holds the run's work (it is done: the job is over), or the
+// world keeps the route between them off for good. The worker leaves the run (Membership counts it
+// lost); without this it would train and push forever, and the run would never end.
+struct CutOff : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // What the workers of one simulated run share (all actors run on one thread: no locks).
 struct SimWorld {
   std::vector<simgrid::s4u::Host*> hosts;  // by rank
@@ -59,6 +69,10 @@ struct SimWorld {
   // before the simulated compute (sim/step_pool.hpp).
   StepPool* pool = nullptr;
   std::map<uint64_t, SimCollective> in_flight;  // by sequence number, the same on every member
+  // What the world will still do (a route that stays cut, a host that stays off): the scenario's
+  // platform and world. Null: a world that never changes.
+  const PlatformSpec* platform = nullptr;
+  const WorldSpec* changes = nullptr;
 
   // The parameter server of asynchronous policies (Transport::push_pull): on the relay, or on rank 0's
   // host when the platform has none. Made by the first push.
@@ -70,6 +84,11 @@ struct SimWorld {
 
   std::vector<int> members() const;        // the ranks in the group, in rank order
 };
+
+// Whether the world keeps resource `target` (a host's or a link's state), off at now_s, off from then
+// on: no point of its state profile at or after now_s (none at all, if it repeats) turns it on, and
+// no churn brings it back (`rank`: the host's rank, -1 for a link).
+bool stays_off(const WorldSpec& world, const std::string& target, WorldResource what, int rank, double now_s);
 
 // `rank` leaves the group (its host failed): every collective in flight it is a member of fails.
 void leave_group(SimWorld& world, int rank);
@@ -124,6 +143,12 @@ class SimTransport : public Transport {
 
   // Applies the open window's pushes and wakes the workers waiting on it.
   void close_window();
+  // A failed exchange with the server: false (the worker tries again after its next round), or
+  // throws CutOff when it can never succeed.
+  bool exchange_failed();
+  // Why the world keeps this worker from the server for good ("" if it does not): a link of the
+  // route either way, or the server's host, off now and never on again.
+  std::string cut_for_good() const;
 
   SimWorld& world_;
   int rank_;

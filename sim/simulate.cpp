@@ -5,6 +5,7 @@
 #include <simgrid/s4u.hpp>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "config/device.hpp"
@@ -51,6 +52,39 @@ void put_losses(const ReusedNumerics& reused, std::vector<MetricRow>& rows) {
   }
 }
 
+// Whether a worker that has not trained every step is away on a host that the world brings back.
+bool may_come_back(const Scenario& scenario, const std::vector<SimWorker>& workers, double now_s) {
+  for (size_t rank = 0; rank < workers.size(); ++rank) {
+    const std::string& host = scenario.platform.hosts[rank].name;
+    if (!workers[rank].done && !sg4::Host::by_name(host)->is_on() &&
+        !stays_off(scenario.world, host, WorldResource::host_state, static_cast<int>(rank), now_s)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Runs the engine to the end of the run. SimGrid stops as soon as no actor is left, also when every
+// worker is away and a host's return would restart its worker (Membership::join, which restarts
+// the group from its last handover point): then the clock is moved on, in steps that double from
+// 1 s (a host comes back at a finite time: a later point of its profile, a period, a churn session),
+// until a worker is running again, and the run goes on.
+void run_to_the_end(const sg4::Engine& engine, const Scenario& scenario, const std::vector<SimWorker>& workers,
+                    const Membership& membership, const std::string& failure) {
+  engine.run();
+  const auto all_away = [&] {
+    return failure.empty() && membership.can_restart() && engine.get_actor_count() == 0 &&
+           std::none_of(workers.begin(), workers.end(), [](const SimWorker& w) { return w.done; }) &&
+           may_come_back(scenario, workers, sg4::Engine::get_clock());
+  };
+  for (double step_s = 1; all_away(); step_s *= 2) {
+    engine.run_until(sg4::Engine::get_clock() + step_s);
+    if (engine.get_actor_count() == 0) continue;
+    engine.run();
+    step_s = 0.5;  // the next absence of every worker starts again from 1 s
+  }
+}
+
 }  // namespace
 
 ReusedNumerics read_reused_numerics(const std::string& run_dir) {
@@ -89,6 +123,10 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   world.relay = platform.relay;
   world.sites = site_groups(scenario.platform);
   world.failure_timeout_s = scenario.world.failure_timeout_s;
+  if (world_can_fail(scenario.world)) {
+    world.platform = &scenario.platform;
+    world.changes = &scenario.world;
+  }
   world.timing_only = timing_only;
   std::unique_ptr<StepPool> pool;  // finishes every step handed to it before it goes
   if (step_threads > 1 && !timing_only) pool = std::make_unique<StepPool>(step_threads);
@@ -135,7 +173,7 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
     });
     actor->set_auto_restart(true);  // SimGrid starts it again when its host comes back on
   }
-  engine.run();
+  run_to_the_end(engine, scenario, workers, membership, failure);
   if (!failure.empty()) throw std::runtime_error(failure);
   const double end_s = sg4::Engine::get_clock();
   membership.close(end_s);
@@ -158,8 +196,15 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
                              " s with workers unfinished (a deadlock, or times too large to advance):" + unfinished);
   }
   if (finished == 0) {
-    throw std::runtime_error("the simulation stopped at " + fmt_s(end_s) +
-                             " s with every worker away: the world's changes left no one to finish the run");
+    std::string why;
+    for (const std::string& cut : membership.cut_off()) why += "\n  " + cut;
+    if (why.empty()) {
+      why = may_come_back(scenario, workers, end_s)
+                ? ": policy " + policy.name + " has no handover point, so a group that every worker has left "
+                                              "cannot restart (README: When the world changes)"
+                : ": their hosts are off, and the world brings none of them back";
+    }
+    throw std::runtime_error("the simulation stopped at " + fmt_s(end_s) + " s with every worker away" + why);
   }
 
   if (reused) put_losses(*reused, recorder.mutable_metrics());
