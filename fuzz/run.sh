@@ -2,7 +2,7 @@
 # Builds a fuzzer with clang (libFuzzer + ASan + UBSan) in its own build folder, then runs it over its
 # seeds. See fuzz/README.md.
 #
-#   fuzz/run.sh [--target locosim_fuzz|world_fuzz] [--build DIR] [--seconds N] [--runs N] [-- libFuzzer flags ...]
+#   fuzz/run.sh [--target locosim_fuzz|world_fuzz|relay_fuzz|store_fuzz] [--build DIR] [--seconds N] [--runs N] [-- libFuzzer flags ...]
 #
 # locosim_fuzz (the default): the scenario and platform loader, over the shipped scenarios and platforms.
 # world_fuzz: the `world:` section and its trace files, over world-seeds/ and the shipped traces.
@@ -24,7 +24,7 @@ while (($#)); do
     --seconds) seconds=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    *) echo "usage: fuzz/run.sh [--target locosim_fuzz|world_fuzz] [--build DIR] [--seconds N] [--runs N] [-- libFuzzer flags]" >&2
+    *) echo "usage: fuzz/run.sh [--target locosim_fuzz|world_fuzz|relay_fuzz|store_fuzz] [--build DIR] [--seconds N] [--runs N] [-- libFuzzer flags]" >&2
        exit 2 ;;
   esac
 done
@@ -32,7 +32,9 @@ case "$target" in
   locosim_fuzz) build=${build:-$repo/build/fuzz/clang}; loader=ON ;;
   # Its own folder, configured without LibTorch: it builds in about a minute.
   world_fuzz) build=${build:-$repo/build/fuzz/world}; loader=OFF ;;
-  *) echo "fuzz/run.sh: --target must be locosim_fuzz or world_fuzz, got '$target'" >&2; exit 2 ;;
+  # The real backend's peer parsers (no LibTorch): seconds to build, thousands of inputs a second.
+  relay_fuzz | store_fuzz) build=${build:-$repo/build/fuzz/wire}; loader=OFF ;;
+  *) echo "fuzz/run.sh: --target must be locosim_fuzz, world_fuzz, relay_fuzz or store_fuzz, got '$target'" >&2; exit 2 ;;
 esac
 cxx=${FUZZ_CXX:-clang++}
 
@@ -64,6 +66,9 @@ echo "fuzz: build took $((SECONDS - start)) s"
 mkdir -p "$build/corpus" "$build/artifacts"
 if [ "$target" = world_fuzz ]; then
   args=("$build/corpus" "$repo/fuzz/world-seeds" "$repo/scenarios/traces" "$repo/fuzz/regressions" -dict="$repo/fuzz/world.dict")
+elif [ "$target" = relay_fuzz ] || [ "$target" = store_fuzz ]; then
+  mkdir -p "$build/corpus-$target"
+  args=("$build/corpus-$target")  # binary messages: libFuzzer starts from nothing
 else
   args=("$build/corpus" "$repo/scenarios" "$repo/scenarios/tests" "$repo/platforms" "$repo/fuzz/regressions"
         -dict="$repo/fuzz/yaml.dict")
