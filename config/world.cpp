@@ -403,8 +403,7 @@ ChurnSpec read_churn(Section& s, const Platform& p, uint64_t scenario_seed, size
   c.mttr_s = s.quantity("mttr", Quantity::duration_s, std::nullopt, kChurnMeanRange);
   c.start_s = read_time(s, "start", "0 s", kTimeRange);
   // The derived seed is recorded in resolved.yaml, so a resolved scenario replays the same churn.
-  c.seed = static_cast<uint64_t>(
-      s.integer("seed", static_cast<int64_t>(churn_seed(scenario_seed, index)), Range::non_negative()));
+  c.seed = s.unsigned_integer("seed", churn_seed(scenario_seed, index));
   s.finish();
   c.source = location(s);
   return c;
