@@ -5,20 +5,14 @@
 
 namespace locosim {
 
-Heartbeat::Heartbeat(const std::string& host, uint16_t port, int rank, int world_size,
-                     std::chrono::milliseconds timeout)
-    : rank_(rank),
+Heartbeat::Heartbeat(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size)
+    : store_(std::move(store)),
+      rank_(rank),
       world_size_(world_size),
       seen_(world_size, false),
       last_beat_(world_size, -1),
       last_change_(world_size, std::chrono::steady_clock::now()),
       last_sweep_(std::chrono::steady_clock::now()) {
-  c10d::TCPStoreOptions options;
-  options.port = port;
-  options.isServer = false;
-  options.waitWorkers = false;  // a second client of this rank: not counted in the rendezvous
-  options.timeout = timeout;
-  store_ = c10::make_intrusive<c10d::TCPStore>(host, options);
   thread_ = std::thread([this] {
     for (int64_t beat = 1; !stop_; ++beat) {
       try {

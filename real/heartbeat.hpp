@@ -1,7 +1,7 @@
 // Liveness on a real cluster: every rank bumps a counter in the job's store and watches the others'.
 // A rank whose counter stops moving is silent: lost (killed, its machine gone) or frozen.
 #pragma once
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -18,8 +18,8 @@ namespace locosim {
 // rank's own clock, from the last sweep that read the counters (a starved watcher sees no one silent).
 class Heartbeat {
  public:
-  // Connects to the store at host:port (hosted by rank 0) and starts beating and watching.
-  Heartbeat(const std::string& host, uint16_t port, int rank, int world_size, std::chrono::milliseconds timeout);
+  // Starts beating and watching on `store`, a connection to the job's store of its own.
+  Heartbeat(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size);
   ~Heartbeat();
   Heartbeat(const Heartbeat&) = delete;
   Heartbeat& operator=(const Heartbeat&) = delete;
@@ -36,7 +36,7 @@ class Heartbeat {
  private:
   void sweep(int64_t beat);
 
-  c10::intrusive_ptr<c10d::TCPStore> store_;
+  c10::intrusive_ptr<c10d::Store> store_;
   int rank_;
   int world_size_;
   std::vector<bool> seen_;                                           // the watcher's own: key set

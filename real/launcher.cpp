@@ -43,7 +43,9 @@ std::string describe(int status) {
 
 }  // namespace
 
-int spawn_local_ranks(int n, const std::string& program, const std::vector<std::string>& args, int grace_s) {
+int spawn_local_ranks(int n, const std::string& program, const std::vector<std::string>& args, int grace_s,
+                      const JobSecret& secret) {
+  const std::string secret_hex = secret.hex();
   const std::string port = std::to_string(free_port());
   std::map<pid_t, int> rank_of;
   StopSignals stop_signals;
@@ -58,6 +60,8 @@ int spawn_local_ranks(int n, const std::string& program, const std::vector<std::
       setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
       setenv("MASTER_ADDR", "127.0.0.1", 1);
       setenv("MASTER_PORT", port.c_str(), 1);
+      setenv(kJobSecretVariable, secret_hex.c_str(), 1);
+      unsetenv("LOCOSIM_BIND_ADDR");  // the ranks' servers listen on 127.0.0.1, where they meet
       std::vector<char*> argv = {const_cast<char*>(program.c_str())};
       for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);

@@ -2,16 +2,21 @@
 //   RANK=0 WORLD_SIZE=4 MASTER_ADDR=host MASTER_PORT=29500 locosim-real scenario.yaml --policy diloco
 //   locosim-real scenario.yaml --policy diloco --spawn 4        # N ranks on this machine
 //   srun -N 4 -n 4 locosim-real scenario.yaml --policy diloco    # on a SLURM allocation
-//   locosim-real scenario.yaml --serve-relay 29600                # the relay, for ranks given --relay host:29600
+//   locosim-real scenario.yaml --serve-relay 10.0.0.5:29600       # the relay, for ranks given --relay 10.0.0.5:29600
+// Every rank and relay of a job must hold the job's secret (LOCOSIM_JOB_SECRET or
+// LOCOSIM_JOB_SECRET_FILE; README "Security"); --spawn makes one for its ranks.
 // Exit codes: 0 done (ranks other than 0 may have been lost: the others finished without them, and
 // the run folder says so), 1 rank 0 failed (the message names the rank and the step), 2 bad input.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 
 #include "config/device.hpp"
+#include "config/cli_options.hpp"
 #include "config/error.hpp"
+#include "config/section.hpp"
 #include "models/cpu_kernels.hpp"
 #include "real/launcher.hpp"
 #include "real/rank.hpp"
@@ -39,6 +44,7 @@ const PolicySpec& choose_policy(const Scenario& scenario, const std::string& lab
 
 int main(int argc, char** argv) {
   pin_cpu_kernels(argv);  // first: the same numbers on every x86-64 machine (and as the simulator)
+  ignore_file_size_signal();  // a write past `ulimit -f` fails naming its file, not a silent SIGXFSZ
   CLI::App app{"locosim-real: one policy of a scenario on a real cluster (torch c10d: Gloo)"};
   std::string file, label, reduce = "exact";
   RealOptions options;
@@ -51,15 +57,17 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", options.timeout_s,
                  "seconds before a collective or the rendezvous fails (default 60); a rank whose heartbeat stops "
                  "for a sixth of it (2 to 10 s) is lost, and the others re-form the group without it")
-      ->check(CLI::PositiveNumber);
+      ->check(integer_in(1, 86400));
   app.add_option("--spawn", spawn, "start N ranks on this machine (and a relay when the scenario's all-gathers use one)")
-      ->check(CLI::PositiveNumber);
-  int serve_relay_port = -1;
+      ->check(integer_in(1, 4096));
+  std::string serve_relay_at;
   app.add_option("--relay", options.relay, "host:port of the relay the all-gathers go through (see --serve-relay)");
-  app.add_option("--serve-relay", serve_relay_port,
-                 "be the relay of the scenario's ranks on this port: store each all-gather payload, forward it to the "
-                 "other ranks")
-      ->check(CLI::Range(1, 65535));
+  app.add_option("--serve-relay", serve_relay_at,
+                 "be the relay of the scenario's ranks, listening on this host:port (0.0.0.0:PORT for every "
+                 "interface): store each all-gather payload, forward it to the other ranks");
+  app.failure_message([](const CLI::App* cli, const CLI::Error& e) {  // "error: " as every bad input
+    return "error: " + CLI::FailureMessage::simple(cli, e);
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -72,10 +80,16 @@ int main(int argc, char** argv) {
     Scenario scenario = load_scenario(file);
     if (scenario.simulator_only) throw *scenario.simulator_only;
     if (!options.relay.empty()) check_relay_address(options.relay);
-    if (serve_relay_port > 0) {
-      serve_relay(static_cast<uint16_t>(serve_relay_port), scenario.world_size(),
+    if (!serve_relay_at.empty()) {
+      check_relay_address(serve_relay_at, "--serve-relay");
+      const size_t colon = serve_relay_at.rfind(':');
+      serve_relay(serve_relay_at.substr(0, colon), static_cast<uint16_t>(std::stoi(serve_relay_at.substr(colon + 1))),
+                  scenario.world_size(), JobSecret::from_environment(), relay_max_frame_bytes(scenario),
                   std::chrono::seconds(options.timeout_s));
       return 0;
+    }
+    if (const std::string problem = output_root_problem(options.output_root); !problem.empty()) {
+      throw std::invalid_argument("-o/--output: " + problem);
     }
     const PolicySpec& policy = choose_policy(scenario, label);
     // Refuse now, not after training, to write where something locosim did not create would be replaced.
@@ -90,13 +104,17 @@ int main(int argc, char** argv) {
       }
       std::vector<std::string> args = {file, "--policy", policy.label, "--output", options.output_root,
                                        "--reduce", reduce, "--timeout", std::to_string(options.timeout_s)};
+      // The user's secret when one is given (a relay of theirs elsewhere needs it), else a fresh one.
+      const JobSecret secret = std::getenv(kJobSecretVariable) || std::getenv(kJobSecretFileVariable)
+                                   ? JobSecret::from_environment()
+                                   : JobSecret::generate();
       std::optional<RelayThread> relay;  // the scenario's relay, unless --relay names one
       if (options.relay.empty() && scenario.network.all_gather == AllGatherAlgorithm::relay) {
-        relay.emplace(spawn, std::chrono::seconds(options.timeout_s));
+        relay.emplace(spawn, secret, relay_max_frame_bytes(scenario), std::chrono::seconds(options.timeout_s));
         options.relay = "127.0.0.1:" + std::to_string(relay->port());
       }
       if (!options.relay.empty()) args.insert(args.end(), {"--relay", options.relay});
-      int code = spawn_local_ranks(spawn, "/proc/self/exe", args, options.timeout_s + 5);
+      int code = spawn_local_ranks(spawn, "/proc/self/exe", args, options.timeout_s + 5, secret);
       if (relay) relay->finish(code == 0);
       if (code == 0) std::printf("run folder: %s/%s/%s\n", options.output_root.c_str(), scenario.name.c_str(),
                                  policy.label.c_str());
@@ -108,6 +126,7 @@ int main(int argc, char** argv) {
                                   std::to_string(env.world_size) + " but the scenario's platform has " +
                                   std::to_string(scenario.world_size()) + " worker hosts");
     }
+    options.secret = JobSecret::from_environment();
     run_rank(scenario, policy, env, options);
     return 0;
   } catch (const Interrupted& e) {

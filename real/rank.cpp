@@ -2,7 +2,6 @@
 #include "real/rank.hpp"
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/serialize.h>
 #include <torch/utils.h>
 
@@ -20,9 +19,11 @@
 
 #include "algorithms/train_loop.hpp"
 #include "config/device.hpp"
+#include "real/auth_store.hpp"
 #include "real/heartbeat.hpp"
 #include "real/relay.hpp"
 #include "real/store_format.hpp"
+#include "real/store_server.hpp"
 #include "report/link_report.hpp"
 #include "report/output_file.hpp"
 #include "report/recorder_csv.hpp"
@@ -89,11 +90,26 @@ std::vector<std::optional<WorkTally>> read_rows(c10d::Store& store, int rank, Re
   const std::string prefix = "rows/" + std::to_string(rank) + "/";
   std::vector<std::optional<WorkTally>> tallies;
   if (!store.check({prefix + "chunks"})) return tallies;
-  const int64_t chunks = from_bytes<int64_t>(store.get(prefix + "chunks")).at(0);
+  const auto counted = from_bytes<int64_t>(store.get(prefix + "chunks"));
+  if (counted.size() != 1 || counted[0] < 0 || counted[0] > 10000000) {
+    throw std::runtime_error("rank " + std::to_string(rank) + "'s row count in the store is malformed");
+  }
+  const int64_t chunks = counted[0];
   for (int64_t i = 0; i < chunks; ++i) {
-    const std::vector<uint8_t> blob = store.get(prefix + std::to_string(i));
-    const auto counts = from_bytes<int64_t>(std::vector<uint8_t>(blob.begin(), blob.begin() + 3 * sizeof(int64_t)));
-    auto at = blob.begin() + 3 * sizeof(int64_t);
+    const std::string key = prefix + std::to_string(i);
+    const std::vector<uint8_t> blob = store.get(key);
+    // A chunk's counts come from the network: they must describe exactly the bytes that came.
+    const size_t head = 3 * sizeof(int64_t);
+    const auto counts = from_bytes<int64_t>(std::vector<uint8_t>(blob.begin(), blob.begin() + std::min(head, blob.size())));
+    const bool whole = counts.size() == 3 && counts[0] >= 0 && counts[1] >= 0 && counts[2] >= 0 && counts[2] < 1000000 &&
+                       static_cast<uint64_t>(counts[0]) <= blob.size() / sizeof(MetricRow) &&
+                       static_cast<uint64_t>(counts[1]) <= blob.size() / sizeof(EventRow) &&
+                       head + sizeof(WorkTally) + counts[0] * sizeof(MetricRow) + counts[1] * sizeof(EventRow) == blob.size();
+    if (!whole) {
+      throw std::runtime_error("rank " + std::to_string(rank) + "'s rows in the store (" + key + ", " +
+                               std::to_string(blob.size()) + " bytes) are malformed");
+    }
+    auto at = blob.begin() + head;
     auto take = [&](size_t bytes) {
       std::vector<uint8_t> part(at, at + static_cast<std::ptrdiff_t>(bytes));
       at += static_cast<std::ptrdiff_t>(bytes);
@@ -193,6 +209,13 @@ void write_run_folder(const Scenario& scenario, const PolicySpec& policy, const 
   staged.commit();
 }
 
+// Where rank 0's servers listen: LOCOSIM_BIND_ADDR if set (a cluster whose MASTER_ADDR resolves to a
+// loopback address on its own host), else MASTER_ADDR itself: never every interface unasked.
+std::string bind_address(const RankEnv& env) {
+  const char* bind = std::getenv("LOCOSIM_BIND_ADDR");
+  return bind && *bind ? bind : env.master_addr;
+}
+
 // How long a rank's heartbeat must stay still before the others count it lost: long enough that a
 // loaded machine's stalls are not taken for a loss, short against the collective timeout.
 std::chrono::milliseconds watch_window(const RealOptions& options) {
@@ -201,24 +224,48 @@ std::chrono::milliseconds watch_window(const RealOptions& options) {
 
 }  // namespace
 
+StoreLimits store_limits(const Scenario& scenario, int world_size) {
+  StoreLimits limits;
+  limits.max_frame_bytes = static_cast<uint32_t>(std::min<uint64_t>((16u << 20) + 8 * model_bytes(scenario), UINT32_MAX - 1));
+  limits.max_total_bytes = (1ull << 30) + static_cast<uint64_t>(world_size + 2) * limits.max_frame_bytes;
+  return limits;
+}
+
+uint64_t relay_max_frame_bytes(const Scenario& scenario) { return (1u << 20) + 16 * model_bytes(scenario); }
+
+uint64_t model_bytes(const Scenario& scenario) {
+  return 4 * static_cast<uint64_t>(TinyLlama(scenario.model)->num_params());
+}
+
 void run_rank(const Scenario& scenario, const PolicySpec& policy, const RankEnv& env, const RealOptions& options) {
   // A write to a lost peer's socket must fail (and the group re-form), not kill this rank.
   std::signal(SIGPIPE, SIG_IGN);
   const torch::Device device = training_device(scenario, env.local_rank);  // refused before meeting the group
   const auto timeout = std::chrono::milliseconds(1000LL * options.timeout_s);
   const auto watch = watch_window(options);
-  c10d::TCPStoreOptions store_options;
-  store_options.port = static_cast<uint16_t>(env.master_port);
-  store_options.isServer = env.rank == 0;
-  store_options.numWorkers = env.world_size;
-  store_options.timeout = timeout;
-  auto store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
+  const StoreLimits limits = store_limits(scenario, env.world_size);
+  // Rank 0 hosts the job's store (only holders of the job's secret get in); every rank, rank 0 too,
+  // talks to it as a client.
+  std::unique_ptr<StoreServer> store_server;
+  if (env.rank == 0) {
+    StoreServerOptions served;
+    served.address = bind_address(env);
+    served.port = static_cast<uint16_t>(env.master_port);
+    served.world_size = env.world_size;
+    served.limits = limits;
+    served.frame_timeout = timeout;
+    store_server = std::make_unique<StoreServer>(served, options.secret);
+  }
+  auto connect = [&env, timeout, limits, secret = options.secret] {
+    return c10::intrusive_ptr<c10d::Store>(c10::make_intrusive<AuthStore>(
+        env.master_addr, static_cast<uint16_t>(env.master_port), secret, env.rank, env.world_size, timeout, limits));
+  };
+  auto store = connect();
   // A rank started while the job runs (rank 0 formed the group already) was restarted: it rejoins.
   const bool rejoin = env.rank != 0 && job_in_progress(*store);
   std::shared_ptr<Heartbeat> heartbeat;
   auto start_heartbeat = [&] {
-    heartbeat = std::make_shared<Heartbeat>(env.master_addr, static_cast<uint16_t>(env.master_port), env.rank,
-                                            env.world_size, timeout);
+    heartbeat = std::make_shared<Heartbeat>(connect(), env.rank, env.world_size);
   };
   // A joiner beats only once it is out of the group: beating earlier, it would not look lost.
   if (!rejoin) start_heartbeat();
@@ -231,15 +278,10 @@ void run_rank(const Scenario& scenario, const PolicySpec& policy, const RankEnv&
   Recorder recorder;
   C10dJob job{store, env.rank, env.world_size, gloo_device(env), timeout, heartbeat, watch};
   job.joining = rejoin;
-  job.connect = [&env, timeout] {
-    c10d::TCPStoreOptions client;
-    client.port = static_cast<uint16_t>(env.master_port);
-    client.waitWorkers = false;
-    client.timeout = timeout;
-    return c10::intrusive_ptr<c10d::Store>(c10::make_intrusive<c10d::TCPStore>(env.master_addr, client));
-  };
+  job.connect = connect;
   if (!options.relay.empty()) {
-    job.relay = std::make_shared<RelayClient>(options.relay, env.rank, env.world_size, timeout);
+    job.relay = std::make_shared<RelayClient>(options.relay, env.rank, env.world_size, options.secret,
+                                              relay_max_frame_bytes(scenario), timeout);
   } else if (env.rank == 0 && scenario.network.all_gather == AllGatherAlgorithm::relay) {
     std::fprintf(stderr, "locosim-real: the scenario's all-gathers go through a relay, but no --relay was given: "
                  "they use Gloo's all-gather instead (start one with locosim-real --serve-relay; --spawn does)\n");

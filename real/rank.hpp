@@ -5,8 +5,10 @@
 #include <string>
 
 #include "config/scenario.hpp"
+#include "real/auth.hpp"
 #include "real/c10d_transport.hpp"
 #include "real/rank_env.hpp"
+#include "real/store_protocol.hpp"
 
 namespace locosim {
 
@@ -15,6 +17,7 @@ struct RealOptions {
   ReduceMode reduce = ReduceMode::exact;
   int timeout_s = 60;   // a collective or rendezvous that takes longer fails (the group re-forms without the lost)
   std::string relay;    // host:port of a relay (real/relay.hpp) for the all-gathers; empty: Gloo's
+  JobSecret secret;     // what the job's store and relay ask of every connection (real/auth.hpp)
 };
 
 // Runs `policy` as this rank. Returns normally when the job completed (rank 0 has written
@@ -29,5 +32,15 @@ struct RealOptions {
 // Throws std::runtime_error "rank R: step S: ..." on failure (rank 0 lost: it hosts the store; or
 // this rank left out of the re-formed group).
 void run_rank(const Scenario& scenario, const PolicySpec& policy, const RankEnv& env, const RealOptions& options);
+
+// What the job's servers accept at most, from the model's size: nothing a peer sends is allocated
+// past these. The store's messages fit the largest value the run sends through it (a
+// parameter-server push, a handover's policy state: a few copies of the model, at most 8 here) and
+// all it holds at once fits those of every rank plus the metric rows; a relay frame is at most 16
+// times the model's fp32 bytes (a sparse payload of every coefficient, padded chunks, int64 indices
+// and fp32 values, is at most about 12).
+uint64_t model_bytes(const Scenario& scenario);  // fp32 parameters of the scenario's model
+StoreLimits store_limits(const Scenario& scenario, int world_size);
+uint64_t relay_max_frame_bytes(const Scenario& scenario);
 
 }  // namespace locosim

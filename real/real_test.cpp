@@ -108,6 +108,45 @@ TEST_CASE("real: the launcher's run folder has the simulator's files and columns
   fs::remove_all(dir);
 }
 
+TEST_CASE("real: bad options, a missing job secret and a world section are refused with plain words, exit 2") {
+  const std::string dir = scratch_dir("refusals");
+  write_corpus(dir + "/corpus.txt", 20000);
+  write_file(dir + "/s.yaml", small_scenario_yaml());
+  const std::string rank0 = "-u LOCOSIM_JOB_SECRET -u LOCOSIM_JOB_SECRET_FILE RANK=0 WORLD_SIZE=2 MASTER_PORT=1";
+  struct Case {
+    std::string args, environment, expected;
+  };
+  const std::vector<Case> cases = {
+      {"s.yaml -p ddp --spawn 0", "", "--spawn: must be an integer in [1, 4096], got '0'"},
+      {"s.yaml -p ddp --timeout 0 --spawn 2", "", "--timeout: must be an integer in [1, 86400], got '0'"},
+      {"s.yaml -p ddp --spawn 2 -o ''", "", "-o/--output:"},
+      // A rank without the job's secret never listens or connects: it says how to make one.
+      {"s.yaml -p ddp", rank0, "no job secret"},
+      {"s.yaml -p ddp", rank0 + " LOCOSIM_JOB_SECRET=abc", "expected 64 hex digits"},
+      {"s.yaml --serve-relay 127.0.0.1:1", "-u LOCOSIM_JOB_SECRET -u LOCOSIM_JOB_SECRET_FILE", "no job secret"},
+      {"s.yaml --serve-relay 29600", "", "--serve-relay"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.args);
+    const CliResult r = run_locosim(c.args, dir, "locosim-real", c.environment);
+    CHECK(r.exit_code == 2);
+    CHECK_MESSAGE(r.err.find(c.expected) != std::string::npos, r.err);
+  }
+  // A secret file others may read is no secret.
+  write_file(dir + "/job.secret", std::string(64, 'a'));
+  fs::permissions(dir + "/job.secret", fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  CliResult r = run_locosim("s.yaml -p ddp", dir, "locosim-real", rank0 + " LOCOSIM_JOB_SECRET_FILE=job.secret");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("chmod 600") != std::string::npos);
+  // The world section is the simulator's: the real backend says so instead of ignoring it.
+  write_file(dir + "/w.yaml", replaced(small_scenario_yaml(), "data:", "world:\n  events:\n    - {at: 1 s, host: slow, state: off}\ndata:"));
+  r = run_locosim("w.yaml -p ddp --spawn 2", dir, "locosim-real");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("w.yaml:") != std::string::npos);
+  CHECK(r.err.find("world: a changing world is the simulator's") != std::string::npos);
+  fs::remove_all(dir);
+}
+
 // CPU time (user + system) the process has used so far, from /proc/<pid>/stat.
 static double cpu_seconds(pid_t pid) {
   const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");

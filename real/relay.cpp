@@ -381,12 +381,12 @@ void RelayThread::finish(bool ranks_done) {
   }
 }
 
-void check_relay_address(const std::string& address) {
+void check_relay_address(const std::string& address, const std::string& option) {
   const size_t colon = address.rfind(':');
   const std::string port = colon == std::string::npos ? "" : address.substr(colon + 1);
   if (colon == 0 || port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
       std::stoi(port) < 1 || std::stoi(port) > 65535) {
-    throw std::invalid_argument("--relay " + address + ": expected host:port (a port from 1 to 65535)");
+    throw std::invalid_argument(option + " " + address + ": expected host:port (a port from 1 to 65535)");
   }
 }
 

@@ -62,7 +62,7 @@ class RelayThread {
 };
 
 // Throws std::invalid_argument unless `address` is host:port with a port from 1 to 65535.
-void check_relay_address(const std::string& address);
+void check_relay_address(const std::string& address, const std::string& option = "--relay");
 
 // A rank's connection to the relay.
 class RelayClient {

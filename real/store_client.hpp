@@ -3,12 +3,20 @@
 #pragma once
 #include <chrono>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 
 #include "real/auth.hpp"
 #include "real/store_protocol.hpp"
 
 namespace locosim {
+
+// A get or wait whose keys did not appear within its timeout: the store is there, the keys are not
+// (yet). Every other failure of a store call means the store itself is gone or refused.
+class StoreTimeout : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 class StoreClient {
  public:

@@ -22,6 +22,7 @@ Exit codes: 0 done, 2 bad input, 3 cannot run here (not root, no ip/tc), 1 a run
 import argparse
 import csv
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -197,13 +198,16 @@ def run_real(build, scenario_path, label, hosts, out, timeout_s, relay=False):
     namespace after the workers')."""
     procs, server = [], None
     extra = []
+    # The job's secret, in the processes' environment only (README "Security").
+    secret = dict(os.environ, LOCOSIM_JOB_SECRET=secrets.token_hex(32))
     if relay:
         k = len(hosts)
+        relay_at = "%s%d:%d" % (SUBNET, k + 1, RELAY_PORT)
         server = subprocess.Popen(["ip", "netns", "exec", "%s%d" % (PREFIX, k), os.path.join(build, "locosim-real"),
-                                   scenario_path, "--serve-relay", str(RELAY_PORT), "--timeout", str(timeout_s)])
-        extra = ["--relay", "%s%d:%d" % (SUBNET, k + 1, RELAY_PORT)]
+                                   scenario_path, "--serve-relay", relay_at, "--timeout", str(timeout_s)], env=secret)
+        extra = ["--relay", relay_at]
     for r in range(len(hosts)):
-        env = dict(os.environ, RANK=str(r), LOCAL_RANK="0", WORLD_SIZE=str(len(hosts)),
+        env = dict(secret, RANK=str(r), LOCAL_RANK="0", WORLD_SIZE=str(len(hosts)),
                    MASTER_ADDR=SUBNET + "1", MASTER_PORT="29611", LOCOSIM_GLOO_IFNAME="%s%dn" % (PREFIX, r))
         cmd = ["ip", "netns", "exec", "%s%d" % (PREFIX, r), os.path.join(build, "locosim-real"), scenario_path,
                "--policy", label, "--output", out, "--reduce", "native", "--timeout", str(timeout_s)] + extra

@@ -16,6 +16,7 @@
 #include <iostream>
 #include <optional>
 
+#include "config/cli_options.hpp"
 #include "config/error.hpp"
 #include "config/section.hpp"
 #include "models/cpu_kernels.hpp"
@@ -218,12 +219,6 @@ int submit(const std::string& file, const RunOptions& options, const SlurmOption
                 jobs.array_script.parent_path().append("logs").c_str());
   }
   return 0;
-}
-
-// A CLI11 check that words its refusal as a file's value is worded, without CLI11's 150-digit bounds.
-CLI::Validator integer_in(int64_t lo, int64_t hi) {
-  return CLI::Validator([lo, hi](std::string& text) { return integer_option_problem(text, lo, hi); },
-                        "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
 }
 
 }  // namespace
