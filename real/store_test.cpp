@@ -3,6 +3,7 @@
 // allocation; idle and slow peers hold up no one.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN  // no LibTorch here: doctest's own runner
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -202,4 +203,15 @@ TEST_CASE("idle, slow and surplus connections hold up no legitimate rank") {
   for (int fd : extra) close(fd);
   close(slow);
   CHECK(has(*a, "k0"));
+}
+
+TEST_CASE("the servers' listening sockets are close-on-exec: a launcher's ranks never inherit them") {
+  // The relay (RelayThread, on the --spawn launcher's thread) and the store listen through listen_on.
+  const int listener = listen_on("127.0.0.1", 0, 8);
+  CHECK((fcntl(listener, F_GETFD) & FD_CLOEXEC) != 0);
+  CHECK(bound_port(listener) != 0);
+  const int client = connect_to("127.0.0.1", bound_port(listener), Clock::now() + 2s);
+  CHECK((fcntl(client, F_GETFD) & FD_CLOEXEC) != 0);
+  close(client);
+  close(listener);
 }
