@@ -183,7 +183,7 @@ TEST_CASE("section: load_file refuses a FIFO, a device and an oversized file wit
   fs::remove_all(dir);
 }
 
-TEST_CASE("section: a seed takes the whole uint64 range; an integer past 64 bits is told its bounds") {
+TEST_CASE("section: a seed takes the whole uint64 range, and an integer past 64 bits is told its bounds") {
   // Regression: a seed of 2^64 - 1 (Scenario::seed is a uint64) "must be an integer".
   Section s = Section::load_string("seed: 18446744073709551615\nover: 18446744073709551616\nneg: -1\n"
                                    "steps: 99999999999999999999\n", "s.yaml");

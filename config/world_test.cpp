@@ -434,7 +434,7 @@ TEST_CASE("world: bad churn entries") {
       {"  churn:\n    - {hosts: [dc], mtbf: 1 h, mttr: 1e10 s}\n", "world.churn[0].mttr", 3, "must be in [1, 1000000000] s"},
       {"  churn:\n    - {hosts: [dc], mtbf: 1 h, mttr: 1 h, start: -1 s}\n", "world.churn[0].start", 3,
        "must be in [0, 1000000000] s"},
-      {"  churn:\n    - {hosts: [dc], mtbf: 1 h, mttr: 1 h, seed: -3}\n", "world.churn[0].seed", 3, "must be >= 0"},
+      {"  churn:\n    - {hosts: [dc], mtbf: 1 h, mttr: 1 h, seed: -3}\n", "world.churn[0].seed", 3, "must be an integer in [0, 18446744073709551615]"},
       {"  churn:\n    - {hosts: [dc], mtbf: 1 h, mttr: 1 h, mtbr: 1 h}\n", "world.churn[0].mtbr", 3, "unknown key"},
   });
 }

@@ -42,7 +42,7 @@ platform:
 %(relay)s
 data: {path: corpus.txt, eval_fraction: 0.1}
 model: {preset: tiny, seq_len: 16}
-train: {steps: 10, batch_size: 4, eval_every: 5, eval_batches: 2, optimizer: {lr: 3.0e-3}}
+train: {steps: 6, batch_size: 4, eval_every: 3, eval_batches: 2, optimizer: {lr: 3.0e-3}}
 policies:
   - {name: async_diloco, label: async, inner_steps: 3, dylu: false, grace_s: 1000}
   - {name: demo, label: demo, lr: 1.0e-3, topk: 8, chunk: 16}
@@ -72,17 +72,6 @@ def read_exactly(sock, n):
             raise ConnectionError("closed")
         data += chunk
     return data
-
-
-def closed_by_server(sock, wait_s=5.0):
-    """Whether the server closes the connection (or resets it) within wait_s."""
-    sock.settimeout(wait_s)
-    try:
-        while sock.recv(4096):
-            pass
-        return True
-    except (ConnectionError, OSError) as e:
-        return not isinstance(e, socket.timeout)
 
 
 def connect(port, attempts=100):
@@ -120,7 +109,7 @@ def int64(v):
 class Job:
     """WORLD ranks of one policy (and the relay when the scenario has one), started as on a cluster."""
 
-    def __init__(self, bin_dir, work, label, secret_hex, relay, timeout_s=60):
+    def __init__(self, bin_dir, work, label, secret_hex, relay, timeout_s=60, before_ranks=None):
         self.store_port, self.relay_port = free_port(), free_port()
         self.env = dict(os.environ, LOCOSIM_JOB_SECRET=secret_hex, MASTER_ADDR=HOST,
                         MASTER_PORT=str(self.store_port), WORLD_SIZE=str(WORLD))
@@ -134,6 +123,8 @@ class Job:
             relay_at = "%s:%d" % (HOST, self.relay_port)
             self.start([exe, "s.yaml", "--serve-relay", relay_at, "--timeout", str(timeout_s)], work, self.env, "relay")
             relay_args = ["--relay", relay_at]
+        if before_ranks:
+            before_ranks(self)
         for r in range(WORLD):
             env = dict(self.env, RANK=str(r), LOCAL_RANK=str(r))
             self.start([exe, "s.yaml", "--policy", label, "-o", out, "--timeout", str(timeout_s)] + relay_args, work, env,
@@ -182,16 +173,6 @@ class Job:
     def fingerprint(self):
         with open(os.path.join(self.folder, "summary.json")) as f:
             return re.search(r'"params_fingerprint":\s*"([^"]*)"', f.read()).group(1)
-
-    def connections_to(self, port):
-        """Established connections whose local (server) end is HOST:port, from /proc/net/tcp."""
-        n = 0
-        with open("/proc/net/tcp") as f:
-            for line in f.readlines()[1:]:
-                local, state = line.split()[1], line.split()[3]
-                if state == "01" and int(local.split(":")[1], 16) == port:
-                    n += 1
-        return n
 
 
 def strangers(port, stop, count=40):
@@ -326,28 +307,48 @@ def main():
     check(codes == [0] * (WORLD + 1), "an unattacked relay run completes (%s)" % codes, failures)
     if codes == [0] * (WORLD + 1):
         baseline = clean.fingerprint()
-        attacked = Job(bin_dir, work, "demo", secret, relay=True)
+        # Strangers from the start, racing the ranks for their slots: they hold none without the secret.
         stop = threading.Event()
-        outsiders = threading.Thread(target=strangers, args=(attacked.relay_port, stop))
-        outsiders.start()
-        # Once the three ranks are in, an insider claims rank 1 again: refused, the real one keeps it.
-        deadline = time.time() + 60
-        while attacked.connections_to(attacked.relay_port) < WORLD and time.time() < deadline:
-            time.sleep(0.05)
-        twice = connect(attacked.relay_port)
-        try:
-            proved = handshake(twice, key, "relay", 1)
-        except (ConnectionError, OSError):
-            proved = False
-        refused = not proved or closed_by_server(twice)
-        twice.close()
+        holder = {}
+
+        def strangers_from_the_start(job):
+            holder["thread"] = threading.Thread(target=strangers, args=(job.relay_port, stop))
+            holder["thread"].start()
+
+        attacked = Job(bin_dir, work, "demo", secret, relay=True, before_ranks=strangers_from_the_start)
         codes, errs = attacked.wait()
         stop.set()
-        outsiders.join()
-        check(refused, "a second connection claiming rank 1 at the relay is refused", failures)
+        holder["thread"].join()
         check(codes == [0] * (WORLD + 1), "with strangers at the relay the run completes (%s)" % codes, failures)
         check(codes == [0] * (WORLD + 1) and attacked.fingerprint() == baseline,
               "with strangers at the relay the final parameters are the unattacked run's", failures)
+        check("signal" not in "".join(errs), "no process died of a signal", failures)
+
+        # An insider proves rank 1 before the real one comes: the first prover keeps the slot, the real
+        # rank 1 is refused, never swapped in, and the run fails cleanly instead of mixing their bytes.
+        insider = {}
+
+        def claim_rank_1(job):
+            s = connect(job.relay_port, attempts=200)
+            insider["proved"] = handshake(s, key, "relay", 1)
+            insider["socket"] = s
+
+        job = Job(bin_dir, work, "demo", secret, relay=True, timeout_s=10, before_ranks=claim_rank_1)
+        deadline = time.time() + RUN_TIMEOUT_S  # the relay serves until every connection it holds closes
+        while any(p.poll() is None for p in job.procs[1:]) and time.time() < deadline:
+            time.sleep(0.1)
+        insider["socket"].close()
+        codes, errs = job.wait()
+        relay_err, rank1_err = errs[0], errs[2]
+        check(insider["proved"] and all(c in (0, 1) for c in codes) and codes[2] == 1,
+              "a second claim of rank 1 at the relay fails the real rank 1 with exit 1, no signal (%s)" % codes,
+              failures)
+        # Which of the two, depends on whether the real rank 1 came before the other two were in (the
+        # relay stops listening once every slot is proved).
+        check("proved rank 1, which another connection holds: refused" in relay_err or
+              "relay: cannot connect" in rank1_err,
+              "the relay refuses the real rank 1 by name, or no longer listens once every slot was proved",
+              failures)
         check("signal" not in "".join(errs), "no process died of a signal", failures)
 
     if failures or args.keep:
