@@ -31,18 +31,15 @@ StoreReply StoreClient::call(const StoreRequest& request, std::chrono::milliseco
   std::lock_guard<std::mutex> lock(mutex_);
   const std::string where = "the job's store at " + address_;
   if (!broken_.empty()) throw std::runtime_error(where + " is unreachable: " + broken_);
-  const std::vector<uint8_t> bytes = encode_request(request);
-  if (bytes.size() > limits_.max_frame_bytes) {
+  const std::vector<uint8_t> bytes = framed(encode_request(request));
+  if (bytes.size() - 4 > limits_.max_frame_bytes) {
     throw std::runtime_error("a value of " + std::to_string(request.value.size()) + " bytes for " + where +
                              ": larger than the job allows (" + std::to_string(limits_.max_frame_bytes) + ")");
   }
   const auto deadline = Clock::now() + server_wait + timeout;
-  const uint32_t n = static_cast<uint32_t>(bytes.size());
   uint8_t prefix[4];
-  std::memcpy(prefix, &n, sizeof n);
   std::vector<uint8_t> frame;
-  if (!write_exactly(fd_, prefix, sizeof prefix, deadline) || !write_exactly(fd_, bytes.data(), n, deadline) ||
-      !read_exactly(fd_, prefix, sizeof prefix, deadline)) {
+  if (!write_exactly(fd_, bytes.data(), bytes.size(), deadline) || !read_exactly(fd_, prefix, sizeof prefix, deadline)) {
     broken_ = errno == ETIMEDOUT ? "no answer in time" : errno ? std::strerror(errno) : "it closed the connection";
     throw std::runtime_error(where + " is unreachable: " + broken_);
   }

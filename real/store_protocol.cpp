@@ -187,6 +187,14 @@ StoreReply decode_reply(const uint8_t* data, size_t size, const StoreLimits& lim
   return r;
 }
 
+std::vector<uint8_t> framed(const std::vector<uint8_t>& body) {
+  std::vector<uint8_t> out;
+  out.reserve(4 + body.size());
+  put_u32(out, static_cast<uint32_t>(body.size()));
+  out.insert(out.end(), body.begin(), body.end());
+  return out;
+}
+
 uint32_t frame_length(const uint8_t (&prefix)[4], const StoreLimits& limits) {
   uint32_t n = 0;
   std::memcpy(&n, prefix, sizeof n);

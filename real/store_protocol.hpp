@@ -64,6 +64,9 @@ std::vector<uint8_t> encode_reply(const StoreReply& reply);
 StoreRequest decode_request(const uint8_t* data, size_t size, const StoreLimits& limits);
 StoreReply decode_reply(const uint8_t* data, size_t size, const StoreLimits& limits);
 
+// `body` behind its length prefix: one buffer, sent with one write.
+std::vector<uint8_t> framed(const std::vector<uint8_t>& body);
+
 // The frame's length prefix, checked against the limit (ProtocolError naming both).
 uint32_t frame_length(const uint8_t (&prefix)[4], const StoreLimits& limits);
 
