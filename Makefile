@@ -5,7 +5,7 @@ FUZZ_SECONDS ?= 600
 FUZZ_RUNS ?=
 PEER ?= ../shared/peers/diloco_peer.py
 
-.PHONY: deps bench-deps build demo test bench fuzz clean
+.PHONY: deps bench-deps configure build demo test bench fuzz clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -13,11 +13,15 @@ deps:
 bench-deps:
 	@./scripts/install-deps.sh --bench
 
-build: deps
+configure: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+
+build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+# The demo needs the simulator's two programs, not the tests.
+demo: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target locosim locosim-sim
 	./$(BUILD)/locosim run scenarios/quickstart.yaml
 
 test: build
@@ -27,6 +31,7 @@ test: build
 # over its LibTorch work and the step pool's speed-up, and locosim against a plain PyTorch DiLoCo loop
 # (PEER, skipped with a line saying so where there is none). Each prints one line per measurement.
 bench: build bench-deps
+	@cmake --build $(BUILD) -j $(JOBS) --target step_bench
 	python3 bench/scale.py --locosim $(BUILD)/locosim
 	python3 bench/overhead.py --locosim $(BUILD)/locosim
 	@if [ -f "$(PEER)" ]; then python3 bench/peer.py --locosim $(BUILD)/locosim --peer "$(PEER)"; \

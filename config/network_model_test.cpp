@@ -7,7 +7,7 @@
 
 #include "config/error.hpp"
 #include "config/section.hpp"
-#include "tests/doctest_torch.hpp"
+#include <doctest/doctest.h>
 
 using locosim::ConfigError;
 using locosim::NetworkModelKind;

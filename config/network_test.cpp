@@ -8,7 +8,7 @@
 #include "config/error.hpp"
 #include "config/section.hpp"
 #include "config/platform_test_util.hpp"
-#include "tests/doctest_torch.hpp"
+#include <doctest/doctest.h>
 
 using locosim::AllGatherAlgorithm;
 using locosim::AllReduceAlgorithm;

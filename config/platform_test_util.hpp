@@ -5,7 +5,7 @@
 #include "config/error.hpp"
 #include "config/platform.hpp"
 #include "config/section.hpp"
-#include "tests/doctest_torch.hpp"
+#include <doctest/doctest.h>
 
 namespace platform_test {
 

@@ -9,7 +9,7 @@
 
 #include "config/error.hpp"
 #include "config/platform_test_util.hpp"
-#include "tests/doctest_torch.hpp"
+#include <doctest/doctest.h>
 
 using namespace locosim;
 using platform_test::error_of;

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -14,7 +15,7 @@
 #include "config/error.hpp"
 #include "config/platform_test_util.hpp"
 #include "config/section.hpp"
-#include "tests/doctest_torch.hpp"
+#include <doctest/doctest.h>
 
 using namespace locosim;
 using platform_test::contains;

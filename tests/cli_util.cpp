@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <sys/wait.h>
 
-#include "tests/doctest_torch.hpp"
+#include <doctest/doctest.h>
 
 namespace locosim::testing {
 namespace fs = std::filesystem;

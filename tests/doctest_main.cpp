@@ -1,3 +1,3 @@
-// The doctest runner shared by every test binary.
+// The doctest runner shared by every test binary (compiled once, without LibTorch: cmake/locosim.cmake).
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
-#include "tests/doctest_torch.hpp"
+#include <doctest/doctest.h>

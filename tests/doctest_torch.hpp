@@ -1,4 +1,4 @@
-// Include this, not <doctest/doctest.h>, in every test: LibTorch pulls in glog, whose CHECK macros
+// Include this, not <doctest/doctest.h>, in every test that sees LibTorch: LibTorch pulls in glog, whose CHECK macros
 // would silently replace doctest's (a failing CHECK would then abort instead of reporting).
 #pragma once
 #include <torch/types.h>
