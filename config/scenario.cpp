@@ -2,6 +2,8 @@
 //
 //   name: quickstart                      # runs/<name>/; default: the file's stem
 //   seed: 1
+//   seeds: 3                              # optional: train at seeds 1, 2, 3 (or a list [1, 7, 9]); the tables
+//                                         # print mean ± 95% interval; the world's churn keeps seed's draws
 //   numerics: full                        # none: timing only (times, bytes, utilization; no training, no loss)
 //   platform: ../platforms/x.yaml         # a platform file (relative to this one) or an inline mapping
 //   network: {all_reduce: auto, all_gather: auto}   # ring|relay|hierarchical, mesh|ring|relay (sim/collectives.hpp)
@@ -28,6 +30,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <set>
 
 #include "config/error.hpp"
@@ -156,15 +159,33 @@ void check_async_policies(std::vector<Section>& entries, const Scenario& s) {
 
 }  // namespace
 
+// `seeds: N` is seed, seed + 1, ..., seed + N - 1; a list names them.
+static std::vector<uint64_t> read_seeds(Section& top, uint64_t seed) {
+  if (!top.has("seeds")) return {seed};
+  if (top.is_list("seeds")) return top.unsigned_integers("seeds", kMaxSeeds);
+  const int64_t n = top.integer("seeds", std::nullopt, Range::closed(1, kMaxSeeds));
+  if (seed > std::numeric_limits<uint64_t>::max() - static_cast<uint64_t>(n - 1)) {
+    top.fail("seeds", "seed + seeds - 1 is past 18446744073709551615: lower seed, or list the seeds");
+  }
+  std::vector<uint64_t> seeds;
+  for (int64_t i = 0; i < n; ++i) seeds.push_back(seed + static_cast<uint64_t>(i));
+  return seeds;
+}
+
 static Scenario read_scenario(Section& top, const std::string& path) {
   Scenario s;
   s.file = path;
   s.name = top.identifier("name", fs::path(path).stem().string());
   s.seed = top.unsigned_integer("seed", 1);
+  s.seeds = read_seeds(top, s.seed);
   s.timing_only = top.choice("numerics", {"full", "none"}, "full") == "none";
   if (s.timing_only) {
     s.simulator_only = top.error("numerics", "none is the simulator's timing-only mode; a real cluster trains for "
                                              "real: remove the key or set it to full for locosim-real");
+  }
+  if (s.seeds != std::vector<uint64_t>{s.seed} && !s.simulator_only) {
+    s.simulator_only = top.error("seeds", "runs at several seeds are the simulator's (each seed a run of its own): "
+                                          "on a real cluster, run locosim-real once per seed with seed: N");
   }
   s.platform = read_platform(top);
   Section network = top.child("network", /*optional=*/true);

@@ -39,7 +39,10 @@ inline constexpr double kMaxLinkBucketS = 1e9;
 struct Scenario {
   std::string file;
   std::string name;                 // runs/<name>/...; defaults to the file's stem
-  uint64_t seed = 1;
+  uint64_t seed = 1;                // the training seed (initial weights, batch order) and the world's churn
+  // `seeds:` the training seeds each policy runs at (a sweep expands them: sim/sweep.hpp); {seed}
+  // without the key. The world's churn keeps `seed`'s draws at every one of them.
+  std::vector<uint64_t> seeds = {1};
   PlatformSpec platform;
   CollectiveChoice network;         // how collectives travel; `auto` resolved against the platform
   NetworkModelSpec network_model;   // how flows are timed: ideal or calibrated TCP
@@ -64,6 +67,9 @@ struct Scenario {
 
   int world_size() const { return static_cast<int>(platform.hosts.size()); }
 };
+
+// `seeds: N` runs at most this many seeds (a list as long, too).
+inline constexpr int64_t kMaxSeeds = 100;
 
 // Reads and validates a scenario file. Throws ConfigError (file, line, dotted key, constraint).
 Scenario load_scenario(const std::string& path);

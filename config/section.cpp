@@ -270,6 +270,14 @@ bool Section::is_mapping(const std::string& key) const {
   return false;
 }
 
+bool Section::is_list(const std::string& key) const {
+  if (!impl_->node.IsMap()) return false;
+  for (auto it = impl_->node.begin(); it != impl_->node.end(); ++it) {
+    if (it->first.Scalar() == key) return it->second.IsSequence();
+  }
+  return false;
+}
+
 void Section::fail(const std::string& key, const std::string& message) const { throw error(key, message); }
 
 ConfigError Section::error(const std::string& key, const std::string& message) const {
@@ -416,6 +424,31 @@ std::vector<double> Section::numbers(const std::string& key, size_t count, std::
   }
   YAML::Node out(YAML::NodeType::Sequence);
   for (double v : values) out.push_back(v);
+  out.SetStyle(YAML::EmitterStyle::Flow);
+  impl_->resolved[key] = out;
+  return values;
+}
+
+std::vector<uint64_t> Section::unsigned_integers(const std::string& key, size_t max_count) {
+  YAML::Node n = lookup(*impl_, key);
+  const std::string shape = "a list of 1 to " + std::to_string(max_count) + " different integers in [0, 18446744073709551615]";
+  if (!n.IsDefined() || n.IsNull()) fail(key, "is required (" + shape + ")");
+  if (!n.IsSequence() || n.size() == 0 || n.size() > max_count) {
+    fail_at(*impl_, n.Mark(), key, "must be " + shape + ", got " + describe_node(n));
+  }
+  std::vector<uint64_t> values;
+  YAML::Node out(YAML::NodeType::Sequence);
+  for (size_t i = 0; i < n.size(); ++i) {
+    YAML::Node item = n[i];
+    const std::optional<uint64_t> v = item.IsScalar() ? parse_unsigned(item.Scalar()) : std::nullopt;
+    const std::string at = key + "[" + std::to_string(i) + "]";
+    if (!v) fail_at(*impl_, item.Mark(), at, "must be an integer in [0, 18446744073709551615], got " + describe_node(item));
+    if (std::find(values.begin(), values.end(), *v) != values.end()) {
+      fail_at(*impl_, item.Mark(), at, "value " + item.Scalar() + " is listed twice");
+    }
+    values.push_back(*v);
+    out.push_back(*v);
+  }
   out.SetStyle(YAML::EmitterStyle::Flow);
   impl_->resolved[key] = out;
   return values;

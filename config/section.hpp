@@ -68,6 +68,7 @@ class Section {
   std::string key_path(const std::string& key) const;  // "train.steps"
   bool has(const std::string& key) const;
   bool is_mapping(const std::string& key) const;  // present and a mapping (not a scalar or list)
+  bool is_list(const std::string& key) const;     // present and a sequence
 
   // Typed getters. Without a default the key is required.
   int64_t integer(const std::string& key, std::optional<int64_t> fallback = std::nullopt,
@@ -84,6 +85,8 @@ class Section {
   std::string identifier(const std::string& key, std::optional<std::string> fallback = std::nullopt);
   std::vector<double> numbers(const std::string& key, size_t count, std::optional<std::vector<double>> fallback,
                               Range range = Range::any());
+  // A list of 1 to max_count distinct integers, each in [0, 2^64 - 1] (seeds). Required.
+  std::vector<uint64_t> unsigned_integers(const std::string& key, size_t max_count);
   // A quantity with its unit, in the base unit of its kind (bits/s, seconds, FLOP/s, bytes).
   double quantity(const std::string& key, Quantity kind, std::optional<std::string> fallback = std::nullopt,
                   Range range = Range::positive());

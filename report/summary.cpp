@@ -287,13 +287,23 @@ void write_summary_csv(const std::vector<RunSummary>& rows, const std::string& p
   file.close();
 }
 
-namespace {
-
 std::string human_time(double s) {
   if (s < 120) return fmt::format("{:.1f} s", s);
   if (s < 7200) return fmt::format("{:.1f} min", s / 60);
   return fmt::format("{:.2f} h", s / 3600);
 }
+
+std::optional<double> equal_time_s(const std::vector<RunSummary>& rows) {
+  if (rows.size() < 2) return std::nullopt;
+  if (std::any_of(rows.begin(), rows.end(), [](const RunSummary& r) { return r.eval_curve.empty(); })) {
+    return std::nullopt;
+  }
+  double first_done_s = rows.front().wall_clock_s;
+  for (const auto& r : rows) first_done_s = std::min(first_done_s, r.wall_clock_s);
+  return first_done_s;
+}
+
+namespace {
 
 // "74.2% (48-99)": the mean, then the least and most used worker in whole percent where they differ.
 std::string utilization_cell(double mean, double min, double max, bool spread_known) {
@@ -362,11 +372,9 @@ std::string format_table(const std::vector<RunSummary>& unsorted) {
   for (const auto& r : rows) label_width = std::max(label_width, r.label.size());
   const std::string target = has_target ? fmt::format("to {:.2f}", *rows[0].target_loss) : "";
   // Loss at equal wall-clock: every policy's eval curve read when the first one finished.
-  double first_done_s = 0;
-  for (const auto& r : rows) first_done_s = first_done_s == 0 ? r.wall_clock_s : std::min(first_done_s, r.wall_clock_s);
-  const bool at_equal_time = rows.size() > 1 && std::all_of(rows.begin(), rows.end(), [](const RunSummary& r) {
-    return !r.eval_curve.empty();
-  });
+  const std::optional<double> equal_s = equal_time_s(rows);
+  const bool at_equal_time = equal_s.has_value();
+  const double first_done_s = equal_s.value_or(0);
   const char* line = "{:<{}}  {:>10}  {:>14}  {:>12}  {:>12}  {:>8}  {:>10}  {:>9}  {:>11}  {:>10}\n";
   std::string out = fmt::format(line, "policy", label_width, "wall-clock", "compute util", "MB sent", "MB recv",
                                 ddp ? "traffic" : "", "train loss", "eval loss", has_target ? "time " + target : "",

@@ -90,6 +90,13 @@ RunSummary read_summary_json(const std::string& path);  // throws std::runtime_e
 // summary.csv across the policies of a scenario, one row each.
 void write_summary_csv(const std::vector<RunSummary>& rows, const std::string& path);
 
+// When the first of `rows` finished: the time at which the table reads every row's eval curve (losses
+// at equal wall-clock). nullopt for a single row, or where a row has no eval curve.
+std::optional<double> equal_time_s(const std::vector<RunSummary>& rows);
+
+// "12.3 s", "4.5 min", "2.10 h": a duration as the tables print it.
+std::string human_time(double s);
+
 // The side-by-side table printed at the end of a run; below it, a block of utilization per accelerator
 // type where the rows have more than one type, and a block of what a changing world cost.
 std::string format_table(const std::vector<RunSummary>& rows);

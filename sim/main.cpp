@@ -82,8 +82,8 @@ std::optional<double> parse_link_bucket(const std::optional<std::string>& text) 
   return bucket_s;
 }
 
-Sweep load_for_run(const std::string& file, std::optional<double> link_bucket_s) {
-  Sweep sweep = load_sweep(file);
+Sweep load_for_run(const std::string& file, std::optional<double> link_bucket_s, std::optional<int64_t> seeds) {
+  Sweep sweep = load_sweep(file, seeds);
   if (link_bucket_s) {
     for (auto& point : sweep.points) point.scenario.link_bucket_s = *link_bucket_s;
   }
@@ -124,6 +124,14 @@ void remove_unused_folders(const std::vector<PlannedRun>& plan, const std::files
 }
 
 void print_tables(const Sweep& sweep, const Merged& merged) {
+  if (sweep.seeded) {
+    for (const Merged::SeedGroup& group : merged.seed_groups) {
+      if (group.rows.empty()) continue;
+      std::printf("\n%s%s", group.name.empty() ? "" : ("point " + group.name + "\n").c_str(),
+                  format_seed_table(group.rows).c_str());
+    }
+    return;
+  }
   for (size_t i = 0; i < merged.tables.size(); ++i) {
     if (merged.tables[i].empty()) continue;
     if (sweep.keys.empty()) {
@@ -140,15 +148,24 @@ size_t count_finished(const std::vector<PlannedRun>& plan) {
 
 int run(const std::string& file, const RunOptions& options, const std::optional<std::string>& link_bucket) {
   check_output_root(options.output_root);
-  const Sweep sweep = load_for_run(file, parse_link_bucket(link_bucket));
+  const Sweep sweep = load_for_run(file, parse_link_bucket(link_bucket), options.seeds);
   const std::vector<PlannedRun> plan = plan_runs(sweep, options);
   const Scenario& first = sweep.points.front().scenario;
   check_fits(plan, options, options.recompute);
   std::printf("%s: %d workers, %zu policies, %lld steps each", first.name.c_str(), first.world_size(),
               first.policies.size(), static_cast<long long>(first.train.steps));
-  if (!sweep.keys.empty()) std::printf(", %zu sweep points", sweep.points.size());
+  if (sweep.seeded) {
+    std::printf(", %zu seeds", sweep.seeds.size());
+    if (sweep.keys.size() > 1) std::printf(", %zu sweep points", sweep.points.size() / sweep.seeds.size());
+  } else if (!sweep.keys.empty()) {
+    std::printf(", %zu sweep points", sweep.points.size());
+  }
   if (options.shard.count > 1) std::printf(", shard %d/%d: %zu runs", options.shard.index, options.shard.count, plan.size());
   std::printf("\n");
+  if (sweep.seeds_not_needed > 0) {
+    std::printf("numerics: none: the schedule does not depend on the training seed; one run stands for all %zu seeds\n",
+                sweep.seeds_not_needed);
+  }
   const size_t finished = count_finished(plan);
   if (finished > 0 && !options.recompute) {
     std::printf("%zu of %zu runs finished earlier (same scenario hash): not computed again (--force recomputes them)\n",
@@ -183,7 +200,7 @@ int run(const std::string& file, const RunOptions& options, const std::optional<
 // Exit 0 when every selected run is finished, 1 when some are missing (they are listed).
 int merge(const std::string& file, const RunOptions& options) {
   check_output_root(options.output_root);
-  const Sweep sweep = load_sweep(file);
+  const Sweep sweep = load_sweep(file, options.seeds);
   const Merged merged = merge_runs(sweep, options);
   print_tables(sweep, merged);
   if (merged.missing.empty()) {
@@ -200,7 +217,7 @@ int merge(const std::string& file, const RunOptions& options) {
 
 int submit(const std::string& file, const RunOptions& options, const SlurmOptions& slurm) {
   check_output_root(options.output_root);
-  const Sweep sweep = load_sweep(file);
+  const Sweep sweep = load_sweep(file, options.seeds);
   const std::vector<PlannedRun> plan = plan_runs(sweep, options);
   const std::string program = std::filesystem::read_symlink("/proc/self/exe").string();
   const SlurmJobs jobs = submit_to_slurm(program, file, plan, options, slurm);
@@ -237,6 +254,9 @@ int main(int argc, char** argv) {
     cmd->add_option("scenario", file, "scenario YAML file")->required();
     cmd->add_option("-o,--output", options.output_root, "folder for run folders (default: runs)");
     cmd->add_option("-p,--policy", options.only_labels, "only the policy with this label (repeatable)");
+    cmd->add_option("--seeds", options.seeds,
+                    "train at N seeds: the scenario's seed, seed + 1, ..., seed + N - 1 (instead of its seeds: key)")
+        ->check(integer_in(1, kMaxSeeds));
   };
 
   std::string run_file;

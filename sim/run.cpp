@@ -296,6 +296,48 @@ fs::path point_folder(const fs::path& root, const SweepPoint& point) {
   return point.name.empty() ? root : child_path(root, point.name);
 }
 
+// At several seeds: each grid point's policies over its seeds, into merged.seed_groups (the selected
+// ones) and seeds.csv (all of them; a sweep's point and key columns first, as in summary.csv).
+void merge_seeds(const Sweep& sweep, const std::vector<std::vector<RunSummary>>& finished, const fs::path& root,
+                 Merged& merged) {
+  std::vector<std::string> groups;  // grid points in order
+  for (const SweepPoint& p : sweep.points) {
+    if (std::find(groups.begin(), groups.end(), p.group) == groups.end()) groups.push_back(p.group);
+  }
+  std::ostringstream csv;
+  const std::vector<std::string> keys(sweep.keys.begin(), sweep.keys.end() - 1);  // without "seed"
+  if (!keys.empty()) {
+    csv << "point";
+    for (const auto& key : keys) csv << ',' << csv_field(key);
+    csv << ',';
+  }
+  csv << seeds_csv_header() << '\n';
+  bool any = false;
+  for (const std::string& group : groups) {
+    std::vector<uint64_t> seeds;
+    std::vector<std::vector<RunSummary>> all, selected;
+    const SweepPoint* first = nullptr;
+    for (size_t i = 0; i < sweep.points.size(); ++i) {
+      if (sweep.points[i].group != group) continue;
+      first = first ? first : &sweep.points[i];
+      seeds.push_back(sweep.points[i].seed);
+      all.push_back(finished[i]);
+      selected.push_back(merged.tables[i]);
+    }
+    merged.seed_groups.push_back({group, summarize_seeds(seeds, selected)});
+    for (const SeedSummary& row : summarize_seeds(seeds, all)) {
+      if (!keys.empty()) {
+        csv << csv_field(group);
+        for (size_t k = 0; k < keys.size(); ++k) csv << ',' << csv_field(first->values[k].second);
+        csv << ',';
+      }
+      csv << seeds_csv_row(row) << '\n';
+      any = true;
+    }
+  }
+  if (any) write_atomically(root / "seeds.csv", [&](const std::string& tmp) { write_text_file(tmp, csv.str()); });
+}
+
 }  // namespace
 
 RunShard parse_shard(const std::string& text) {
@@ -433,9 +475,10 @@ Merged merge_runs(const Sweep& sweep, const RunOptions& options) {
   if (sweep.points.empty()) return merged;
   const fs::path root = child_path(options.output_root, sweep.points.front().scenario.name);
   std::ostringstream grid;
+  std::vector<std::vector<RunSummary>> finished;  // per point: every policy with a finished run
   for (const SweepPoint& point : sweep.points) {
     const fs::path folder = point_folder(root, point);
-    std::vector<RunSummary> rows;  // every policy of the scenario with a finished run, in scenario order
+    std::vector<RunSummary>& rows = finished.emplace_back();  // in scenario order
     merged.tables.emplace_back();
     const std::vector<const PolicySpec*> selected = selected_policies(point.scenario, options.only_labels);
     for (const PolicySpec& p : point.scenario.policies) {
@@ -469,6 +512,7 @@ Merged merge_runs(const Sweep& sweep, const RunOptions& options) {
   if (grid.tellp() > 0) {
     write_atomically(root / "summary.csv", [&](const std::string& tmp) { write_text_file(tmp, grid.str()); });
   }
+  if (sweep.seeded) merge_seeds(sweep, finished, root, merged);
   return merged;
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "config/scenario.hpp"
+#include "report/seed_table.hpp"
 #include "report/summary.hpp"
 #include "sim/sweep.hpp"
 
@@ -44,6 +45,7 @@ struct RunOptions {
   bool recompute = false;                // run even what a finished run folder already holds
   bool retime = true;                    // re-time runs that train what an earlier run of the plan trains
   RunShard shard;                           // the part of the plan to run; {0, 1}: all of it
+  std::optional<int64_t> seeds;             // --seeds N: seed, ..., seed + N - 1 instead of the file's seeds
 };
 
 // One (sweep point, policy) of a plan.
@@ -88,6 +90,13 @@ void run_planned(const std::vector<PlannedRun>& runs, const RunOptions& options)
 struct Merged {
   std::vector<std::vector<RunSummary>> tables;  // per point: its selected policies that are finished
   std::vector<std::string> missing;             // the selected runs not finished ("point/label")
+  // At several seeds: per grid point (named as without seeds), its selected policies over the seeds.
+  // Also written, for every policy with a finished run, to runs/<scenario>/seeds.csv.
+  struct SeedGroup {
+    std::string name;
+    std::vector<SeedSummary> rows;
+  };
+  std::vector<SeedGroup> seed_groups;
 };
 Merged merge_runs(const Sweep& sweep, const RunOptions& options);
 

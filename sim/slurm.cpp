@@ -84,9 +84,11 @@ std::string job_id(const std::string& printed) {
   return id;
 }
 
+// The options that choose the runs: the same plan in every task and in the merge.
 std::string policy_args(const RunOptions& options) {
   std::string args;
   for (const auto& label : options.only_labels) args += " --policy " + quoted(label);
+  if (options.seeds) args += " --seeds " + std::to_string(*options.seeds);
   return args;
 }
 

@@ -174,7 +174,68 @@ std::string apply_sweep_values(const std::string& path, const std::vector<std::p
   }
 }
 
-Sweep load_sweep(const std::string& path) {
+Scenario at_seed(const Scenario& scenario, uint64_t seed) {
+  Scenario out = scenario;
+  out.seed = seed;
+  out.seeds = {seed};
+  YAML::Node root = YAML::Load(scenario.resolved_yaml);
+  root["seed"] = std::to_string(seed);
+  root.remove("seeds");
+  YAML::Emitter text;
+  text.SetDoublePrecision(12);
+  text << root;
+  out.resolved_yaml = std::string(text.c_str()) + "\n";
+  return out;
+}
+
+namespace {
+
+// Each point becomes a point per seed (the seed varying fastest), unless the scenario runs at its
+// own seed only.
+void expand_seeds(Sweep& sweep, const std::string& path, std::optional<int64_t> count) {
+  const Scenario& base = sweep.points.front().scenario;
+  std::vector<uint64_t> seeds = base.seeds;
+  if (count) {
+    seeds.clear();
+    for (int64_t i = 0; i < *count; ++i) seeds.push_back(base.seed + static_cast<uint64_t>(i));
+  }
+  if (seeds == std::vector<uint64_t>{base.seed}) return;
+  if (base.timing_only) {  // no training: every seed's run would be the same run
+    sweep.seeds_not_needed = seeds.size();
+    return;
+  }
+  if (std::find(sweep.keys.begin(), sweep.keys.end(), "seed") != sweep.keys.end()) {
+    throw ConfigError(path, 0, 0, "sweep.seed", "the scenario runs at several seeds (seeds: or --seeds): sweep the "
+                                                "seed or list the seeds, not both");
+  }
+  std::vector<SweepPoint> points;
+  for (const SweepPoint& point : sweep.points) {
+    for (uint64_t seed : seeds) {
+      SweepPoint p{(point.name.empty() ? "" : point.name + "+") + "seed=" + std::to_string(seed), point.values,
+                   at_seed(point.scenario, seed), point.name, seed};
+      p.values.emplace_back("seed", std::to_string(seed));
+      points.push_back(std::move(p));
+    }
+  }
+  sweep.points = std::move(points);
+  sweep.keys.push_back("seed");
+  sweep.seeded = true;
+  sweep.seeds = seeds;
+}
+
+Sweep load_grid(const std::string& path);
+
+}  // namespace
+
+Sweep load_sweep(const std::string& path, std::optional<int64_t> seeds) {
+  Sweep sweep = load_grid(path);
+  expand_seeds(sweep, path, seeds);
+  return sweep;
+}
+
+namespace {
+
+Sweep load_grid(const std::string& path) {
   Scenario base = load_scenario(path);  // everything outside the sweep block, with the file's positions
   Sweep sweep;
   const YAML::Node root = YAML::LoadFile(path);
@@ -260,4 +321,5 @@ Sweep load_sweep(const std::string& path) {
   return sweep;
 }
 
+}  // namespace
 }  // namespace locosim
