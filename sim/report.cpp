@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "report/seed_table.hpp"
 #include "report/summary.hpp"
 
 namespace locosim {
@@ -41,8 +42,17 @@ std::vector<std::string> first_column(const fs::path& csv, const std::string& he
   return out;
 }
 
+std::vector<RunSummary> point_rows(const fs::path& dir);
+
 // A scenario folder's table: its policies in summary.csv's order, else in name order.
 std::optional<std::string> scenario_table(const fs::path& dir) {
+  std::vector<RunSummary> rows = point_rows(dir);
+  if (rows.empty()) return std::nullopt;
+  return format_table(rows);
+}
+
+// A point folder's finished runs, in summary.csv's order (else by name).
+std::vector<RunSummary> point_rows(const fs::path& dir) {
   std::vector<std::string> labels = first_column(dir / "summary.csv", "label");
   if (labels.empty() && fs::is_directory(dir)) {
     for (const auto& entry : fs::directory_iterator(dir)) {
@@ -54,8 +64,40 @@ std::optional<std::string> scenario_table(const fs::path& dir) {
   for (const auto& label : labels) {
     if (fs::exists(dir / label / "summary.json")) rows.push_back(read_summary_json((dir / label / "summary.json").string()));
   }
-  if (rows.empty()) return std::nullopt;
-  return format_table(rows);
+  return rows;
+}
+
+// A run at several seeds (its seeds.csv): the points' folders grouped by their name without the seed
+// ("bandwidth=10Mbps+seed=2" is point bandwidth=10Mbps at seed 2), a seed table per group.
+std::optional<std::string> seeds_tables(const fs::path& root, const std::vector<std::string>& points) {
+  if (!fs::exists(root / "seeds.csv")) return std::nullopt;
+  std::vector<std::string> groups;
+  std::vector<std::vector<uint64_t>> seeds;
+  std::vector<std::vector<std::vector<RunSummary>>> tables;
+  for (const auto& point : points) {
+    const size_t at = point.rfind("seed=");
+    if (at == std::string::npos || (at > 0 && point[at - 1] != '+')) continue;
+    const std::string group = at == 0 ? "" : point.substr(0, at - 1);
+    uint64_t seed = 0;
+    try {
+      seed = std::stoull(point.substr(at + 5));
+    } catch (const std::exception&) {
+      continue;
+    }
+    size_t g = std::find(groups.begin(), groups.end(), group) - groups.begin();
+    if (g == groups.size()) groups.push_back(group), seeds.emplace_back(), tables.emplace_back();
+    if (std::find(seeds[g].begin(), seeds[g].end(), seed) != seeds[g].end()) continue;  // a row per policy
+    seeds[g].push_back(seed);
+    tables[g].push_back(point_rows(root / point));
+  }
+  std::string out;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const std::string table = format_seed_table(summarize_seeds(seeds[g], tables[g]));
+    if (table.empty()) continue;
+    out += (out.empty() ? "" : "\n") + (groups[g].empty() ? "" : "point " + groups[g] + "\n") + table;
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
 }
 
 }  // namespace
@@ -64,6 +106,7 @@ std::string report_run_folder(const std::string& dir) {
   const fs::path root(dir);
   if (fs::exists(root / "summary.json")) return format_table({read_summary_json((root / "summary.json").string())});
   std::vector<std::string> points = first_column(root / "summary.csv", "point");
+  if (auto table = seeds_tables(root, points)) return *table;
   if (points.empty()) {
     if (auto table = scenario_table(root)) return *table;
   }

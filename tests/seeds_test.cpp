@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "config/error.hpp"
+#include "sim/report.hpp"
 #include "sim/run.hpp"
 #include "sim/sweep.hpp"
 #include "tests/doctest_torch.hpp"
@@ -145,6 +146,8 @@ TEST_CASE("seeds: each seed trains its own weights and batches, the same seeds g
   CHECK(ddp.final_eval_loss.mean ==
         doctest::Approx((merged.tables[0][0].final_eval_loss + merged.tables[1][0].final_eval_loss) / 2));
   CHECK(format_seed_table(merged.seed_groups[0].rows).find("2 seeds (1, 2): mean ± half-width") != std::string::npos);
+  // `locosim report` reads the same table back from the folders.
+  CHECK(report_run_folder(root.string()) == format_seed_table(merged.seed_groups[0].rows));
 
   // The same scenario and seeds again, elsewhere: every file byte for byte.
   RunOptions again = options;
