@@ -1,7 +1,7 @@
 """Reading locosim run folders for the notebooks: which run, which policies, their files, where figures go.
 
 Only reads run folders: every number a notebook plots comes from files the simulator wrote
-(metrics.csv, events.csv, links.csv, summary.json, summary.csv). Parameters come from the environment:
+(metrics.csv, events.csv, links.csv, summary.json, summary.csv, seeds.csv). Parameters come from the environment:
   LOCOSIM_RUN      the run folder, runs/<scenario> (default: the newest folder under runs/)
   LOCOSIM_POLICY   the policy to show where a notebook shows one (default: the run's first)
   LOCOSIM_FIGURES  where PNGs are saved (default: <run>/figures)
@@ -23,6 +23,8 @@ def run_folder(need_grid=False):
         return Path(os.environ["LOCOSIM_RUN"])
     candidates = [p.parent for p in (REPO / "runs").glob("*/summary.csv")]
     candidates = [p for p in candidates if is_grid(p) == need_grid]
+    if need_grid:  # a run at several seeds is a grid too (a point per seed): a sweep only with other keys
+        candidates = [p for p in candidates if not is_seeded(p) or sweep_keys(p)]
     if not candidates:
         raise FileNotFoundError("no run folder under runs/: run `build/locosim run <scenario>` or set LOCOSIM_RUN")
     return max(candidates, key=lambda p: (p / "summary.csv").stat().st_mtime)
@@ -135,3 +137,115 @@ def workers_available(run, policy):
     steps = steps[steps.workers.diff() != 0]  # a leave and a join at the same time change nothing
     last = pd.DataFrame({"time_s": [end], "workers": [steps.workers.iloc[-1]]})
     return pd.concat([steps, last], ignore_index=True)
+
+
+# Runs at several seeds (`seeds: N`): runs/<scenario>/[<point>+]seed=<s>/<policy>/, summary.csv a row per
+# seed (point, [sweep keys,] seed, label, ...), seeds.csv a row per policy and sweep point (the mean and
+# the 95% interval's half-width of each metric, as the table printed them).
+
+def is_seeded(run):
+    """Whether run is a run at several seeds (it has a seeds.csv)."""
+    return (Path(run) / "seeds.csv").exists()
+
+
+def sweep_keys(run):
+    """The sweep keys of a grid run/summary.csv (the columns between point and label), the seed left out."""
+    columns = list(pd.read_csv(Path(run) / "summary.csv", nrows=0).columns)
+    if not columns or columns[0] != "point":
+        return []
+    return [c for c in columns[1:columns.index("label")] if c != "seed"]
+
+
+def seeded_run_folder():
+    """$LOCOSIM_RUN, else the most recently written runs/<scenario> that has a seeds.csv."""
+    if os.environ.get("LOCOSIM_RUN"):
+        run = Path(os.environ["LOCOSIM_RUN"])
+        if not is_seeded(run):
+            raise FileNotFoundError(f"{run} has no seeds.csv: it is not a run at several seeds "
+                                    "(`seeds: 3` in the scenario, or `build/locosim run <scenario> --seeds 3`)")
+        return run
+    candidates = [p.parent for p in (REPO / "runs").glob("*/seeds.csv")]
+    if not candidates:
+        raise FileNotFoundError("no run at several seeds under runs/: run `build/locosim run <scenario> --seeds 3` "
+                                "or set LOCOSIM_RUN")
+    return max(candidates, key=lambda p: (p / "seeds.csv").stat().st_mtime)
+
+
+def base_point(point):
+    """A seed's point name without its seed: 'seed=2' -> '', 'bandwidth=10Mbps+seed=2' -> 'bandwidth=10Mbps'."""
+    return re.sub(r"(^|\+)seed=[^+]*$", "", str(point))
+
+
+def seed_runs(run):
+    """One row per seed and policy from run/summary.csv: point (the sweep point without the seed, '' without
+    a sweep), the sweep keys, seed, label, and folder (the policy's run folder of that seed)."""
+    rows = pd.read_csv(Path(run) / "summary.csv", dtype={"point": str, "label": str})
+    folders = [Path(run) / point / label for point, label in zip(rows["point"], rows["label"])]
+    keys = sweep_keys(run)
+    out = rows[keys + ["seed", "label"]].copy()
+    out.insert(0, "point", rows["point"].map(base_point))
+    out["folder"] = folders
+    return out
+
+
+def seeds_table(run):
+    """run/seeds.csv: a row per policy (and sweep point; point is '' without a sweep), <metric>_mean and
+    <metric>_ci95 (NaN where undefined: one seed, or no seed reached the target)."""
+    table = pd.read_csv(Path(run) / "seeds.csv", dtype={"point": str, "label": str})
+    if "point" not in table:
+        table.insert(0, "point", "")
+    table["point"] = table["point"].fillna("")
+    return table
+
+
+_T975 = [12.7062047, 4.3026527, 3.1824463, 2.7764451, 2.5705818, 2.4469119, 2.3646243, 2.3060041,
+         2.2621572, 2.2281389, 2.2009852, 2.1788128, 2.1603687, 2.1447867, 2.1314495, 2.1199053,
+         2.1098156, 2.1009220, 2.0930241, 2.0859634, 2.0796138, 2.0738731, 2.0686576, 2.0638986,
+         2.0595386, 2.0555294, 2.0518305, 2.0484071, 2.0452296, 2.0422725]
+
+
+def student_t975(df):
+    """t(0.975, df), Student's t quantile of a two-sided 95% interval (the simulator's report/confidence.cpp:
+    a table for df 1..30, the Cornish-Fisher expansion around the normal quantile beyond)."""
+    if df < 1:
+        raise ValueError("student_t975: degrees of freedom must be >= 1")
+    if df <= 30:
+        return _T975[int(df) - 1]
+    z, v = 1.959963984540054, float(df)
+    return (z + (z**3 + z) / (4 * v) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * v**2)
+            + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * v**3)
+            + (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / (92160 * v**4))
+
+
+def interval95(values):
+    """(mean, half-width, n) of the 95% interval of the mean of values (NaNs left out): t(0.975, n-1) * s / sqrt(n);
+    the half-width is NaN below two values, the mean NaN with none."""
+    values = [float(v) for v in values if not pd.isna(v)]
+    n = len(values)
+    if n == 0:
+        return float("nan"), float("nan"), 0
+    mean = sum(values) / n
+    if n < 2:
+        return mean, float("nan"), n
+    sd = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5
+    return mean, student_t975(n - 1) * sd / n ** 0.5, n
+
+
+def eval_curve(folder):
+    """A policy run folder's eval curve from its summary.json: a DataFrame (time_s, eval_loss)."""
+    curve = json.loads((Path(folder) / "summary.json").read_text()).get("eval_curve") or []
+    return pd.DataFrame(curve, columns=["time_s", "eval_loss"], dtype=float)
+
+
+def curve_band(curves):
+    """The mean and 95% interval over seeds of step-function curves (time_s, eval_loss), read at the union of
+    their times: each seed's value at t is its last point at or before t (none before its first point, its
+    last one after its end). A DataFrame (time_s, mean, ci95, n)."""
+    curves = [c.sort_values("time_s") for c in curves if len(c)]
+    times = sorted(set().union(*(set(c.time_s) for c in curves))) if curves else []
+    at = []
+    for c in curves:
+        index = c.time_s.searchsorted(times, side="right") - 1
+        at.append([c.eval_loss.iloc[i] if i >= 0 else float("nan") for i in index])
+    rows = [(t, *interval95([seed[k] for seed in at])) for k, t in enumerate(times)]
+    return pd.DataFrame(rows, columns=["time_s", "mean", "ci95", "n"])
