@@ -29,6 +29,10 @@ struct PolicySpec {
   std::string name;    // the policy ("diloco")
   std::string label;   // the run's name in tables and folders ("diloco-h50"); defaults to name
   PolicyConfig config;
+  // A point of an entry's `tune:` grid (config/scenario.cpp): the entry's label, and this point's
+  // values (key, value as written). Empty for an entry without one.
+  std::string tuned_from;
+  std::vector<std::pair<std::string, std::string>> tune_values;
 };
 
 const std::vector<std::string>& policy_names();

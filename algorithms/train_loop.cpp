@@ -34,14 +34,14 @@ TrainConfig TrainConfig::parse(Section& s) {
   return c;
 }
 
-double evaluate(TinyLlama& model, const Corpus& corpus, int64_t batches, int64_t batch_size) {
+double evaluate(TinyLlama& model, const Corpus& corpus, int64_t batches, int64_t batch_size, Split split) {
   TorchTimer timer(torch_time().eval_ns);
   torch::NoGradGuard no_grad;
   const torch::Device device = model->parameters().at(0).device();
   double total = 0;
   for (int64_t b = 0; b < batches; ++b) {
     Batch batch = eval_batch(corpus, static_cast<int>(b), static_cast<int>(batch_size),
-                             static_cast<int>(model->config().seq_len));
+                             static_cast<int>(model->config().seq_len), split);
     total += model->loss(batch.x_BT.to(device), batch.y_BT.to(device)).item<double>();
   }
   return total / static_cast<double>(batches);

@@ -26,8 +26,10 @@ struct TrainConfig {
   static TrainConfig parse(Section& s);
 };
 
-// Mean cross-entropy of `model` on the first `batches` eval batches (no gradients, no time charged).
-double evaluate(TinyLlama& model, const Corpus& corpus, int64_t batches, int64_t batch_size);
+// Mean cross-entropy of `model` on the first `batches` batches of a held-out split (no gradients, no
+// time charged).
+double evaluate(TinyLlama& model, const Corpus& corpus, int64_t batches, int64_t batch_size,
+                Split split = Split::test);
 
 // One worker's work, split by what became of it (the summary's goodput and compute wasted).
 struct WorkTally {
@@ -57,6 +59,9 @@ class TrainLoop {
   // Whether run() completed its last step (a worker lost mid-run has not).
   bool finished() const { return finished_; }
   const WorkTally& tally() const { return tally_; }
+  // This worker's model now, scored on a held-out split (after the run: the validation loss tuning
+  // chooses on; no time charged).
+  double evaluate_on(Split split) { return evaluate(model_, corpus_, cfg_.eval_batches, cfg_.batch_size, split); }
 
   // The worker was lost at `now_s` (its host failed): the work since its last committed sync, the
   // step it was computing included, is thrown away and recorded as a `discard` event.

@@ -8,7 +8,8 @@
 //   platform: ../platforms/x.yaml         # a platform file (relative to this one) or an inline mapping
 //   network: {all_reduce: auto, all_gather: auto}   # ring|relay|hierarchical, mesh|ring|relay (sim/collectives.hpp)
 //   world:   {failure_timeout: 10 s, events: [...], traces: [...], churn: [...]}   # optional (config/world.cpp)
-//   data:    {path: kjv, eval_fraction: 0.05, split: iid}       # split: iid | non_iid
+//   data:    {path: kjv, eval_fraction: 0.05, split: iid}       # split: iid | non_iid; validation_fraction: a
+//                                                               # validation split for tune: (default 0: none)
 //   model:   {preset: tiny, d_model: 64, n_layers: 2, n_heads: 4, seq_len: 64}
 //   train:   {steps: 200, batch_size: 8, eval_every: 50, eval_batches: 4, target_loss: 2.5,
 //             optimizer: {name: adamw, lr: 1e-3, ...}}
@@ -28,6 +29,7 @@
 
 #include "config/device.hpp"
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -78,6 +80,10 @@ DataConfig read_data(Section& data) {
   std::string problem = corpus_file_problem(d.path);
   if (!problem.empty()) data.fail("path", "'" + d.path + "' " + problem);
   d.eval_fraction = data.number("eval_fraction", d.eval_fraction, Range::open_closed(0, 0.5));
+  // Read only where given: a scenario without it keeps the run hash it always had.
+  if (data.has("validation_fraction")) {
+    d.validation_fraction = data.number("validation_fraction", std::nullopt, Range::closed(0, 0.5));
+  }
   d.split = data.choice("split", {"iid", "non_iid"}, "iid") == "iid" ? ShardMode::iid : ShardMode::non_iid;
   data.finish();
   return d;
@@ -101,9 +107,14 @@ LlamaConfig read_model(Section& model) {
 
 void check_data_fits(Section& top, const Scenario& s) {
   const double bytes = static_cast<double>(fs::file_size(s.data.path));
-  const double train_per_worker = bytes * (1 - s.data.eval_fraction) / s.world_size();
-  const double eval = bytes * s.data.eval_fraction;
+  const double train_per_worker = bytes * (1 - s.data.eval_fraction - s.data.validation_fraction) / s.world_size();
+  const double eval = bytes * s.data.eval_fraction, validation = bytes * s.data.validation_fraction;
   const double window = static_cast<double>(s.model.seq_len + 1);
+  if (s.data.validation_fraction > 0 && validation < window) {
+    top.fail("data", "the corpus '" + s.data.path + "' (" + std::to_string(static_cast<int64_t>(bytes)) +
+                         " bytes) leaves the validation split fewer than seq_len + 1 = " +
+                         std::to_string(s.model.seq_len + 1) + " bytes: raise data.validation_fraction");
+  }
   if (train_per_worker < 2 * window || eval < window) {
     top.fail("data", "the corpus '" + s.data.path + "' (" + std::to_string(static_cast<int64_t>(bytes)) +
                          " bytes) is too small for " + std::to_string(s.world_size()) + " workers and seq_len " +
@@ -158,6 +169,17 @@ void check_async_policies(std::vector<Section>& entries, const Scenario& s) {
 }
 
 }  // namespace
+
+// A tuned entry's point: "<label>.<key>-<value>..." where that is an identifier, else "<label>.tune<i>".
+static std::string tuned_label(const std::string& label, const std::vector<std::pair<std::string, std::string>>& values,
+                               size_t index) {
+  std::string name = label;
+  for (const auto& [key, value] : values) {
+    name += "." + key + "-";
+    for (char c : value) name += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ? c : '_';
+  }
+  return is_identifier(name) ? name : label + ".tune" + std::to_string(index);
+}
 
 // `seeds: N` is seed, seed + 1, ..., seed + N - 1; a list names them.
 static std::vector<uint64_t> read_seeds(Section& top, uint64_t seed) {
@@ -232,16 +254,39 @@ static Scenario read_scenario(Section& top, const std::string& path) {
   s.trace = report.choice("trace", {"messages", "collectives", "none"}, "messages");
   report.finish();
 
-  std::vector<Section> entries = top.list("policies", "name");
-  if (entries.empty()) top.fail("policies", "must list at least one policy (e.g. [ddp, diloco])");
+  std::vector<Section> listed = top.list("policies", "name");
+  if (listed.empty()) top.fail("policies", "must list at least one policy (e.g. [ddp, diloco])");
+  std::vector<Section> entries;  // as run: a tuned entry replaced by a copy per point of its grid
   std::set<std::string> labels;
-  for (Section& entry : entries) {
+  for (Section& entry : listed) {
+    std::vector<Section::Variant> grid;
+    if (entry.has("tune")) grid = entry.grid("tune", kMaxTunePoints);
     PolicySpec spec = parse_policy(entry);
     if (!labels.insert(spec.label).second) {
       entry.fail("label", "label '" + spec.label + "' is used twice; give each policy entry its own label");
     }
-    s.policies.push_back(std::move(spec));
+    if (grid.empty()) {
+      s.policies.push_back(std::move(spec));
+      entries.push_back(entry);
+      continue;
+    }
+    if (s.data.validation_fraction <= 0) {
+      entry.fail("tune", "choosing the best point needs a validation split, apart from the eval split the tables "
+                         "report: set data.validation_fraction (e.g. 0.05)");
+    }
+    for (size_t i = 0; i < grid.size(); ++i) {
+      grid[i].section.set_text("label", tuned_label(spec.label, grid[i].values, i));
+      PolicySpec point = parse_policy(grid[i].section);
+      if (!labels.insert(point.label).second) {
+        entry.fail("tune", "the point labelled '" + point.label + "' has the label of another entry; relabel that one");
+      }
+      point.tuned_from = spec.label;
+      point.tune_values = grid[i].values;
+      s.policies.push_back(std::move(point));
+      entries.push_back(grid[i].section);
+    }
   }
+  top.set_resolved_list("policies", entries);
   check_sync_periods(entries, s);
   check_async_policies(entries, s);
   if (top.has("sweep")) top.child("sweep");  // the grid is expanded before this (sim/sweep.cpp)

@@ -19,7 +19,8 @@ namespace locosim {
 
 struct DataConfig {
   std::string path;                 // a UTF-8 text file; "kjv" is the default corpus in the cache
-  double eval_fraction = 0.05;      // tail of the text held out for evaluation
+  double eval_fraction = 0.05;      // tail of the text held out for evaluation: the test split the tables report
+  double validation_fraction = 0;   // held out before it: what `tune:` chooses on (0: no validation split)
   ShardMode split = ShardMode::iid;
 };
 
@@ -70,6 +71,8 @@ struct Scenario {
 
 // `seeds: N` runs at most this many seeds (a list as long, too).
 inline constexpr int64_t kMaxSeeds = 100;
+// A policy's `tune:` grid has at most this many points.
+inline constexpr size_t kMaxTunePoints = 64;
 
 // Reads and validates a scenario file. Throws ConfigError (file, line, dotted key, constraint).
 Scenario load_scenario(const std::string& path);

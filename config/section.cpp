@@ -280,6 +280,62 @@ bool Section::is_list(const std::string& key) const {
 
 void Section::fail(const std::string& key, const std::string& message) const { throw error(key, message); }
 
+std::vector<Section::Variant> Section::grid(const std::string& key, size_t max_points) {
+  const YAML::Node g = lookup(*impl_, key);
+  const std::string shape = "must map keys of this entry to lists of values, e.g. {outer_lr: [0.5, 0.7, 1.0]}";
+  if (!g.IsMap() || g.size() == 0) fail_at(*impl_, g.IsDefined() ? g.Mark() : impl_->mark, key, shape);
+  std::vector<std::pair<std::string, YAML::Node>> axes;
+  size_t points = 1;
+  for (auto it = g.begin(); it != g.end(); ++it) {
+    const std::string name = it->first.Scalar();
+    const std::string at = key + "." + name;
+    if (name == key || name == "name" || name == "label") fail_at(*impl_, it->first.Mark(), at, "cannot be tuned");
+    if (has(name)) fail_at(*impl_, it->first.Mark(), at, "is also set in the entry: give its values in one place");
+    const YAML::Node list = it->second;
+    if (!list.IsSequence() || list.size() == 0) fail_at(*impl_, list.Mark(), at, "must be a non-empty list of values");
+    std::set<std::string> seen;
+    for (const YAML::Node& v : list) {
+      if (!v.IsScalar()) fail_at(*impl_, v.Mark(), at, "values must be scalars, got " + describe_node(v));
+      if (!seen.insert(v.Scalar()).second) fail_at(*impl_, v.Mark(), at, "value " + v.Scalar() + " is listed twice");
+    }
+    points *= list.size();
+    if (points > max_points) {
+      fail_at(*impl_, g.Mark(), key, "has more than " + std::to_string(max_points) + " points: tune fewer values");
+    }
+    axes.emplace_back(name, list);
+  }
+  std::vector<Variant> out;
+  for (size_t n = 0; n < points; ++n) {
+    YAML::Node copy(YAML::NodeType::Map);
+    for (auto it = impl_->node.begin(); it != impl_->node.end(); ++it) {
+      if (it->first.Scalar() != key) copy[it->first.Scalar()] = it->second;  // the same node: its position
+    }
+    std::vector<std::pair<std::string, std::string>> values(axes.size());
+    size_t rest = n;
+    for (size_t i = axes.size(); i-- > 0;) {  // n in mixed radix, the last key varying fastest
+      const YAML::Node value = axes[i].second[rest % axes[i].second.size()];
+      rest /= axes[i].second.size();
+      copy[axes[i].first] = value;
+      values[i] = {axes[i].first, value.Scalar()};
+    }
+    out.push_back({Section(make_impl(impl_->file, impl_->path, copy, impl_->mark, YAML::Node(YAML::NodeType::Map))),
+                   std::move(values)});
+  }
+  return out;
+}
+
+void Section::set_text(const std::string& key, const std::string& value) {
+  // Removed first: assigning to the handle would rewrite the node it shares with the entry it copies.
+  impl_->node.remove(key);
+  impl_->node[key] = value;
+}
+
+void Section::set_resolved_list(const std::string& key, const std::vector<Section>& items) {
+  YAML::Node list(YAML::NodeType::Sequence);
+  for (const Section& item : items) list.push_back(item.impl_->resolved);
+  impl_->resolved[key] = list;
+}
+
 ConfigError Section::error(const std::string& key, const std::string& message) const {
   impl_->asked.insert(key);
   YAML::Node n = key.empty() ? YAML::Node(YAML::NodeType::Undefined) : lookup(*impl_, key);

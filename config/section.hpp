@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/error.hpp"
@@ -101,6 +102,20 @@ class Section {
   // A mapping whose keys are names chosen by the user ("accelerators: {h100: {...}}").
   std::vector<std::pair<std::string, Section>> named(const std::string& key, bool optional = false);
 
+  // `key` maps keys of this section to lists of values (a grid: tune: {outer_lr: [0.5, 1.0]}). One copy
+  // of this section per point of the grid (the first key varying slowest), holding that point's values
+  // in place of those keys and not `key` itself; the values keep their positions, so an error in a
+  // copy names the value's line. Each copy has a resolved tree of its own (set_resolved_list puts them
+  // in place). Throws ConfigError at the grid: not a mapping of lists of scalars, a value listed twice,
+  // a key both set and in the grid, or more than max_points points.
+  struct Variant;
+  std::vector<Variant> grid(const std::string& key, size_t max_points);
+  // Puts `value` (a scalar) at `key` of this section's own mapping: a grid's copy gets its label so.
+  void set_text(const std::string& key, const std::string& value);
+  // The resolved list at `key` becomes the resolved trees of `items` (a list whose items were replaced
+  // by the copies of their grids).
+  void set_resolved_list(const std::string& key, const std::vector<Section>& items);
+
   // Throws ConfigError at `key` (or at this section when the key is absent).
   [[noreturn]] void fail(const std::string& key, const std::string& message) const;
   // The same error, not thrown: for a check that can only be made later (by another program).
@@ -118,6 +133,11 @@ class Section {
 
  private:
   std::shared_ptr<Impl> impl_;
+};
+
+struct Section::Variant {
+  Section section;
+  std::vector<std::pair<std::string, std::string>> values;  // (key, value as written), in the grid's order
 };
 
 // Parses "100 Mbps" and friends; std::nullopt with `why` filled when the text is not such a quantity.

@@ -81,27 +81,33 @@ std::string shape_hint() { return "; use a longer corpus, fewer workers or a sho
 
 }  // namespace
 
-Corpus::Corpus(torch::Tensor train_N, torch::Tensor eval_N, int64_t size_bytes)
-    : train_N_(std::move(train_N)), eval_N_(std::move(eval_N)), size_bytes_(size_bytes) {}
+Corpus::Corpus(torch::Tensor train_N, torch::Tensor validation_N, torch::Tensor eval_N, int64_t size_bytes)
+    : train_N_(std::move(train_N)),
+      validation_N_(std::move(validation_N)),
+      eval_N_(std::move(eval_N)),
+      size_bytes_(size_bytes) {}
 
-Corpus Corpus::from_text(const std::string& text, double eval_fraction) {
+Corpus Corpus::from_text(const std::string& text, double eval_fraction, double validation_fraction) {
   if (text.empty()) throw std::invalid_argument("Corpus: the text is empty");
-  if (!(eval_fraction >= 0.0 && eval_fraction < 1.0)) {
-    throw std::invalid_argument("Corpus: eval_fraction must be in [0, 1), got " +
-                                std::to_string(eval_fraction));
+  if (!(eval_fraction >= 0.0 && validation_fraction >= 0.0 && eval_fraction + validation_fraction < 1.0)) {
+    throw std::invalid_argument("Corpus: eval_fraction and validation_fraction must be >= 0 and together < 1, got " +
+                                std::to_string(eval_fraction) + " and " + std::to_string(validation_fraction));
   }
   const auto tokens_N = encode_bytes(text);
   const int64_t n = tokens_N.size(0);
   const int64_t n_eval = std::llround(static_cast<double>(n) * eval_fraction);
-  return Corpus(tokens_N.narrow(0, 0, n - n_eval), tokens_N.narrow(0, n - n_eval, n_eval), n);
+  const int64_t n_validation = std::llround(static_cast<double>(n) * validation_fraction);
+  const int64_t n_train = n - n_eval - n_validation;
+  return Corpus(tokens_N.narrow(0, 0, n_train), tokens_N.narrow(0, n_train, n_validation),
+                tokens_N.narrow(0, n - n_eval, n_eval), n);
 }
 
-Corpus Corpus::from_file(const std::string& path, double eval_fraction) {
+Corpus Corpus::from_file(const std::string& path, double eval_fraction, double validation_fraction) {
   std::string text;
   if (const std::string problem = read_corpus_file(path, &text); !problem.empty()) {
     throw std::invalid_argument(path + ": " + problem);
   }
-  return from_text(text, eval_fraction);
+  return from_text(text, eval_fraction, validation_fraction);
 }
 
 std::string corpus_file_problem(const std::string& path) {
@@ -158,16 +164,18 @@ Batch Shard::next(int batch_size) {
   return split_windows(windows_BW);
 }
 
-Batch eval_batch(const Corpus& corpus, int batch_index, int batch_size, int seq_len) {
+Batch eval_batch(const Corpus& corpus, int batch_index, int batch_size, int seq_len, Split split) {
   if (batch_index < 0 || batch_size <= 0 || seq_len <= 0) {
     throw std::invalid_argument("eval_batch: batch_index must be >= 0 and batch_size, seq_len > 0");
   }
-  const auto& eval_N = corpus.eval();
+  const auto& eval_N = corpus.held_out(split);
   const int64_t window = seq_len + 1, n_windows = eval_N.size(0) / window;
   if (n_windows == 0) {
-    throw std::invalid_argument("eval_batch: the eval split has " + std::to_string(eval_N.size(0)) +
-                                " tokens, fewer than seq_len+1 = " + std::to_string(window) +
-                                "; raise eval_fraction, use a longer corpus or a shorter seq_len");
+    const char* name = split == Split::test ? "eval" : "validation";
+    throw std::invalid_argument(std::string("eval_batch: the ") + name + " split has " +
+                                std::to_string(eval_N.size(0)) + " tokens, fewer than seq_len+1 = " +
+                                std::to_string(window) + "; raise " + name +
+                                "_fraction, use a longer corpus or a shorter seq_len");
   }
   const auto first = static_cast<int64_t>(batch_index) * batch_size;
   const auto window_B = torch::remainder(torch::arange(first, first + batch_size, torch::kInt64), n_windows);

@@ -20,22 +20,31 @@ struct Batch {
   torch::Tensor y_BT;  // int64 (B, T): next tokens, y[b][t] == x[b][t+1] of the same window
 };
 
-// A text as byte tokens, split deterministically into train (the head) and eval (the tail).
+// The held-out parts of a corpus: `test` (the eval split every table reports) and `validation` (what
+// tuning chooses on, never reported as the result).
+enum class Split { test, validation };
+
+// A text as byte tokens, split deterministically into train (the head), validation (next) and eval,
+// the test split (the tail): [ train | validation | eval ].
 class Corpus {
  public:
-  // eval_fraction in [0, 1): share of the tokens (rounded) that goes to the eval split.
-  // Throws std::invalid_argument if the text is empty or eval_fraction is out of range.
-  static Corpus from_text(const std::string& text, double eval_fraction);
+  // eval_fraction, validation_fraction: shares of the tokens (rounded) that go to those splits, each
+  // >= 0, together < 1. Without validation the train and eval splits are as they always were.
+  // Throws std::invalid_argument if the text is empty or a fraction is out of range.
+  static Corpus from_text(const std::string& text, double eval_fraction, double validation_fraction = 0);
   // Throws std::invalid_argument("<path>: <why>") if the file is unreadable, empty or not UTF-8.
-  static Corpus from_file(const std::string& path, double eval_fraction);
+  static Corpus from_file(const std::string& path, double eval_fraction, double validation_fraction = 0);
 
-  const torch::Tensor& train() const { return train_N_; }  // int64 1-D
-  const torch::Tensor& eval() const { return eval_N_; }    // int64 1-D
+  const torch::Tensor& train() const { return train_N_; }            // int64 1-D
+  const torch::Tensor& eval() const { return eval_N_; }              // int64 1-D: the test split
+  const torch::Tensor& validation() const { return validation_N_; }  // int64 1-D; empty without one
+  const torch::Tensor& held_out(Split split) const { return split == Split::test ? eval_N_ : validation_N_; }
   int64_t size_bytes() const { return size_bytes_; }
 
  private:
-  Corpus(torch::Tensor train_N, torch::Tensor eval_N, int64_t size_bytes);
+  Corpus(torch::Tensor train_N, torch::Tensor validation_N, torch::Tensor eval_N, int64_t size_bytes);
   torch::Tensor train_N_;
+  torch::Tensor validation_N_;
   torch::Tensor eval_N_;
   int64_t size_bytes_;
 };
@@ -68,9 +77,10 @@ class Shard {
   std::mt19937_64 rng_;
 };
 
-// Batch number `batch_index` of the eval split: the split is cut into non-overlapping windows of
-// seq_len+1 tokens and batch i takes windows i*B .. i*B+B-1 (wrapping around). The same for every
-// worker and policy. Throws std::invalid_argument if the eval split is shorter than seq_len+1.
-Batch eval_batch(const Corpus& corpus, int batch_index, int batch_size, int seq_len);
+// Batch number `batch_index` of a held-out split (the eval split unless told): the split is cut into
+// non-overlapping windows of seq_len+1 tokens and batch i takes windows i*B .. i*B+B-1 (wrapping
+// around). The same for every worker and policy. Throws std::invalid_argument if the split is shorter
+// than seq_len+1.
+Batch eval_batch(const Corpus& corpus, int batch_index, int batch_size, int seq_len, Split split = Split::test);
 
 }  // namespace locosim

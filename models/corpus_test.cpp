@@ -75,6 +75,25 @@ TEST_CASE("models/Corpus: train is the head, eval the tail, sizes follow eval_fr
   CHECK_THROWS_AS(Corpus::from_text("", 0.1), std::invalid_argument);
 }
 
+TEST_CASE("models/Corpus: a validation split sits between train and eval, which stays the tail") {
+  const std::string text = random_text(1000, 2);
+  const auto corpus = Corpus::from_text(text, 0.1, 0.05);
+  CHECK(corpus.train().size(0) == 850);
+  CHECK(decode_bytes(corpus.train()) == text.substr(0, 850));
+  CHECK(decode_bytes(corpus.validation()) == text.substr(850, 50));
+  CHECK(decode_bytes(corpus.eval()) == text.substr(900));  // the test split is the same as without one
+  CHECK(torch::equal(corpus.held_out(Split::test), corpus.eval()));
+  CHECK(torch::equal(corpus.held_out(Split::validation), corpus.validation()));
+  CHECK(Corpus::from_text(text, 0.1).validation().size(0) == 0);
+  CHECK_THROWS_AS(Corpus::from_text(text, 0.6, 0.4), std::invalid_argument);
+  CHECK_THROWS_AS(Corpus::from_text(text, 0.1, -0.1), std::invalid_argument);
+  // Validation batches come from the validation split only.
+  const Batch b = eval_batch(corpus, 0, 2, 8, Split::validation);
+  CHECK(decode_bytes(b.x_BT[0]) == text.substr(850, 8));
+  CHECK(decode_bytes(b.x_BT[1]) == text.substr(859, 8));
+  CHECK(decode_bytes(eval_batch(corpus, 0, 1, 8).x_BT[0]) == text.substr(900, 8));
+}
+
 TEST_CASE("models/corpus_file_problem: missing, empty, invalid UTF-8 and good files") {
   const TempDir dir;
   CHECK(corpus_file_problem((dir.path / "missing.txt").string()) == "does not exist");

@@ -271,7 +271,7 @@ void run_rank(const Scenario& scenario, const PolicySpec& policy, const RankEnv&
   if (!rejoin) start_heartbeat();
 
   torch::set_num_threads(scenario.threads);
-  Corpus corpus = Corpus::from_file(scenario.data.path, scenario.data.eval_fraction);
+  Corpus corpus = Corpus::from_file(scenario.data.path, scenario.data.eval_fraction, scenario.data.validation_fraction);
   torch::manual_seed(scenario.seed);
   TinyLlama model(scenario.model);  // the same initial weights on every rank (and as the simulator)
   model->to(device);

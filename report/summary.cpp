@@ -217,6 +217,8 @@ void write_summary_json(const RunSummary& s, const std::string& path) {
                       {"pushes_applied", optional_json(s.pushes_applied)},
                       {"staleness_mean", optional_json(s.staleness_mean)},
                       {"staleness_max", optional_json(s.staleness_max)}};
+  // Only where there is one: every other run's summary.json stays as it was.
+  if (s.final_validation_loss) j["final_validation_loss"] = *s.final_validation_loss;
   write_text_file(path, j.dump(2) + "\n");
 }
 
@@ -245,6 +247,7 @@ RunSummary read_summary_json(const std::string& path) {
     s.timing_only = j.value("numerics", "full") == "none";  // absent before timing-only runs
     s.final_train_loss = loss_from(j.at("final_train_loss"));
     s.final_eval_loss = loss_from(j.at("final_eval_loss"));
+    s.final_validation_loss = optional_from(j.value("final_validation_loss", nlohmann::json()));
     s.target_loss = optional_from(j.at("target_loss"));
     s.time_to_target_s = optional_from(j.at("time_to_target_s"));
     s.params_fingerprint = j.value("params_fingerprint", "");

@@ -35,7 +35,10 @@ struct RunSummary {
   double sent_bytes_per_worker = 0;   // mean over workers
   double recv_bytes_per_worker = 0;
   double final_train_loss = 0;        // mean over workers of their last 10 steps
-  double final_eval_loss = 0;         // mean over workers of the evaluation after the last step
+  double final_eval_loss = 0;         // mean over workers of the evaluation after the last step (the test split)
+  // With data.validation_fraction: the final models' loss on the validation split, the mean over the
+  // workers that finished (what `tune:` chooses on; never the reported loss). Absent otherwise.
+  std::optional<double> final_validation_loss;
   std::optional<double> target_loss;
   std::optional<double> time_to_target_s;  // first evaluation whose mean over workers reaches target_loss
   std::string params_fingerprint;     // of the first finished worker's final parameters: equal runs give equal prints

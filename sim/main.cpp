@@ -22,6 +22,8 @@
 #include "models/cpu_kernels.hpp"
 #include "report/resume.hpp"
 #include "report/run_folder.hpp"
+#include "report/seed_table.hpp"
+#include "report/tuning.hpp"
 #include "report/stop_signals.hpp"
 #include "sim/estimate.hpp"
 #include "sim/progress.hpp"
@@ -42,7 +44,9 @@ int check(const std::vector<std::string>& files) {
       Sweep sweep = load_sweep(file);
       const Scenario& s = sweep.points.front().scenario;
       std::printf("ok: %s (%d workers, %zu policies", file.c_str(), s.world_size(), s.policies.size());
-      if (!sweep.keys.empty()) std::printf(", %zu sweep points", sweep.points.size());
+      const size_t seeds = sweep.seeded ? sweep.seeds.size() : 1;
+      if (sweep.keys.size() > (sweep.seeded ? 1u : 0u)) std::printf(", %zu sweep points", sweep.points.size() / seeds);
+      if (sweep.seeded) std::printf(", %zu seeds", seeds);
       std::printf(")\n");
     } catch (const ConfigError& e) {
       std::fprintf(stderr, "error: %s\n", e.what());
@@ -129,6 +133,7 @@ void print_tables(const Sweep& sweep, const Merged& merged) {
       if (group.rows.empty()) continue;
       std::printf("\n%s%s", group.name.empty() ? "" : ("point " + group.name + "\n").c_str(),
                   format_seed_table(group.rows).c_str());
+      std::printf("%s", tuned_comparison(sweep.points.front().scenario, group.seeds, group.per_seed).c_str());
     }
     return;
   }
@@ -139,6 +144,8 @@ void print_tables(const Sweep& sweep, const Merged& merged) {
     } else {
       std::printf("\npoint %s\n%s", sweep.points[i].name.c_str(), format_table(merged.tables[i]).c_str());
     }
+    const std::vector<uint64_t> seed = {sweep.points[i].scenario.seed};
+    std::printf("%s", tuned_comparison(sweep.points[i].scenario, seed, {merged.tables[i]}).c_str());
   }
 }
 

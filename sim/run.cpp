@@ -324,7 +324,7 @@ void merge_seeds(const Sweep& sweep, const std::vector<std::vector<RunSummary>>&
       all.push_back(finished[i]);
       selected.push_back(merged.tables[i]);
     }
-    merged.seed_groups.push_back({group, summarize_seeds(seeds, selected)});
+    merged.seed_groups.push_back({group, summarize_seeds(seeds, selected), seeds, selected});
     for (const SeedSummary& row : summarize_seeds(seeds, all)) {
       if (!keys.empty()) {
         csv << csv_field(group);

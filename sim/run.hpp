@@ -95,6 +95,8 @@ struct Merged {
   struct SeedGroup {
     std::string name;
     std::vector<SeedSummary> rows;
+    std::vector<uint64_t> seeds;
+    std::vector<std::vector<RunSummary>> per_seed;  // each seed's table (of the selected policies)
   };
   std::vector<SeedGroup> seed_groups;
 };

@@ -88,8 +88,9 @@ void run_to_the_end(const sg4::Engine& engine, const Scenario& scenario, const s
 }  // namespace
 
 ReusedNumerics read_reused_numerics(const std::string& run_dir) {
-  return {read_exact_losses_csv(run_dir + "/" + kExactLossesFile),
-          read_summary_json(run_dir + "/summary.json").params_fingerprint};
+  const RunSummary summary = read_summary_json(run_dir + "/summary.json");
+  return {read_exact_losses_csv(run_dir + "/" + kExactLossesFile), summary.params_fingerprint,
+          summary.final_validation_loss};
 }
 
 void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const std::string& dir, int step_threads,
@@ -103,7 +104,7 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   BuiltPlatform platform = build_platform(scenario.platform, scenario.world);
 
   torch::set_num_threads(scenario.threads);
-  Corpus corpus = Corpus::from_file(scenario.data.path, scenario.data.eval_fraction);
+  Corpus corpus = Corpus::from_file(scenario.data.path, scenario.data.eval_fraction, scenario.data.validation_fraction);
   torch::manual_seed(scenario.seed);
   TinyLlama reference(scenario.model);  // every policy and worker starts from these weights
   if (!timing_only) reference->to(training_device(scenario));  // initialized on the CPU: the same weights
@@ -219,8 +220,17 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   summary.timing_only = scenario.timing_only;
   if (reused) {
     summary.params_fingerprint = reused->params_fingerprint;
+    summary.final_validation_loss = reused->final_validation_loss;
   } else if (!timing_only) {
     summary.params_fingerprint = params_fingerprint(workers[fingerprinted].model->parameters());
+    // With a validation split, every finished worker's final model scored on it (outside the clock).
+    if (scenario.data.validation_fraction > 0) {
+      double loss = 0;
+      for (const SimWorker& w : workers) {
+        if (w.loop->finished()) loss += w.loop->evaluate_on(Split::validation) / finished;
+      }
+      summary.final_validation_loss = loss;
+    }
   }
   summary.workers_lost = membership.lost();
   summary.workers_joined = membership.joined();

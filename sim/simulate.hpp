@@ -22,6 +22,7 @@ using ProgressFn = std::function<void(int64_t step, double time_s)>;
 struct ReusedNumerics {
   ExactLosses losses;
   std::string params_fingerprint;
+  std::optional<double> final_validation_loss;
 };
 // Reads them from a finished run folder. Throws std::runtime_error naming the file.
 ReusedNumerics read_reused_numerics(const std::string& run_dir);
