@@ -42,6 +42,40 @@ std::string seed_list(const std::vector<uint64_t>& seeds) {
 
 std::string csv_number(double v) { return std::isnan(v) ? std::string() : fmt::format("{:.9g}", v); }
 
+// Under the table, the one-seed table's blocks (utilization per accelerator type, what a changing
+// world cost) as means over each policy's seeds.
+std::string means_blocks(const std::vector<SeedSummary>& rows, size_t label_width) {
+  std::vector<RunSummary> by_type;
+  std::vector<WorldCost> costs;
+  bool changed = false;
+  for (const SeedSummary& r : rows) {
+    RunSummary mean;
+    mean.label = r.label;
+    WorldCost cost{r.label};
+    const double n = static_cast<double>(r.runs.size());
+    for (const RunSummary& run : r.runs) {
+      changed = changed || run.world_changed();
+      const WorldCost c = world_cost(run);
+      cost.lost += c.lost / n, cost.joined += c.joined / n, cost.committed += c.committed / n;
+      cost.aborted += c.aborted / n, cost.wasted_s += c.wasted_s / n, cost.goodput += c.goodput / n;
+      for (const AcceleratorUtilization& t : run.utilization_by_accelerator) {
+        auto same = std::find_if(mean.utilization_by_accelerator.begin(), mean.utilization_by_accelerator.end(),
+                                 [&](const AcceleratorUtilization& u) { return u.accelerator == t.accelerator; });
+        if (same == mean.utilization_by_accelerator.end()) {
+          same = mean.utilization_by_accelerator.insert(mean.utilization_by_accelerator.end(),
+                                                        {t.accelerator, t.workers, 0, 0, 0});
+        }
+        same->min += t.min / n, same->mean += t.mean / n, same->max += t.max / n;
+      }
+    }
+    by_type.push_back(std::move(mean));
+    costs.push_back(cost);
+  }
+  std::string out = accelerator_block(by_type, label_width);
+  if (changed) out += world_cost_block(costs, label_width, 1);
+  return out;
+}
+
 }  // namespace
 
 std::vector<SeedSummary> summarize_seeds(const std::vector<uint64_t>& seeds,
@@ -63,6 +97,7 @@ std::vector<SeedSummary> summarize_seeds(const std::vector<uint64_t>& seeds,
       if (r == table.end()) continue;
       s.policy = r->policy;
       s.seeds.push_back(seeds[i]);
+      s.runs.push_back(*r);
       s.timing_only = s.timing_only || r->timing_only;
       s.target_loss = r->target_loss;
       wall.push_back(r->wall_clock_s);
@@ -156,10 +191,9 @@ std::string format_seed_table(const std::vector<SeedSummary>& rows) {
     out += "timing only (numerics: none): the schedules ran without training; there is no loss to compare\n";
     return out;
   }
-  if (n < 2 || rows.size() < 2) return out;
   const auto say = [&](const char* what, Interval SeedSummary::*metric) {
     const auto measured = std::count_if(rows.begin(), rows.end(), [&](const SeedSummary& r) { return (r.*metric).n > 0; });
-    if (measured < 2) return;  // nothing to compare (no evaluation yet, say)
+    if (n < 2 || measured < 2) return;  // nothing to compare (one seed; no evaluation yet)
     const auto pairs = indistinguishable(rows, metric);
     if (pairs.empty()) {
       out += fmt::format("{}: no two policies' intervals overlap at {} seeds\n", what, n);
@@ -171,7 +205,7 @@ std::string format_seed_table(const std::vector<SeedSummary>& rows) {
   };
   say("eval loss", &SeedSummary::final_eval_loss);
   if (at_equal_time) say("eval loss at first finish", &SeedSummary::eval_loss_at_equal_time);
-  return out;
+  return out + means_blocks(rows, label_width);
 }
 
 std::string seeds_csv_header() {

@@ -29,6 +29,7 @@ struct SeedSummary {
   std::optional<double> target_loss;
   Interval time_to_target_s;            // over the seeds that reached the target
   int reached_target = 0;
+  std::vector<RunSummary> runs;         // each seed's run, in the order of `seeds`
 };
 
 // per_seed[i]: the finished runs of seeds[i] (merge_runs' table of that seed). One entry per label, in

@@ -103,3 +103,23 @@ TEST_CASE("seed table: mean ± half-width per policy, seeds that reach the targe
   CHECK(row.rfind("ddp,ddp,3,100,0,", 0) == 0);
   CHECK(row.find(",2,2.48413769,") != std::string::npos);  // final_eval_loss mean and half-width
 }
+
+TEST_CASE("seed table: utilization per accelerator type and what a changing world cost, as means over seeds") {
+  auto on = [](const std::string& label, int lost, double wasted_s, double a100) {
+    RunSummary r;
+    r.label = label;
+    r.policy = label;
+    r.final_eval_loss = 3;
+    r.workers_lost = lost;
+    r.compute_wasted_s = wasted_s;
+    r.utilization_by_accelerator = {{"a100", 2, a100 - 0.1, a100, a100 + 0.1}, {"rtx3090", 1, 0.5, 0.5, 0.5}};
+    return r;
+  };
+  const auto rows = summarize_seeds({1, 2}, {{on("ddp", 1, 10, 0.2)}, {on("ddp", 2, 30, 0.4)}});
+  const std::string table = format_seed_table(rows);
+  CAPTURE(table);
+  CHECK(table.find("a100 util") != std::string::npos);
+  CHECK(table.find("30.0% (20-40)") != std::string::npos);  // means of the workers' mean, least and most
+  CHECK(table.find("   1.5  ") != std::string::npos);         // workers lost: 1 and 2
+  CHECK(table.find("20.0 s") != std::string::npos);           // compute wasted: 10 s and 30 s
+}

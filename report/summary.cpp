@@ -314,8 +314,8 @@ std::string utilization_cell(double mean, double min, double max, bool spread_kn
   return fmt::format("{:.1f}%", 100 * mean) + (spread_known && lo != hi ? " (" + lo + "-" + hi + ")" : "");
 }
 
-// With more than one accelerator type among the rows: a block with a column per type, in order of
-// first appearance, of its workers' utilization under each policy (the fast ones' idle time).
+}  // namespace
+
 std::string accelerator_block(const std::vector<RunSummary>& rows, size_t label_width) {
   std::vector<AcceleratorUtilization> types;  // name and worker count, from the first row that has the type
   for (const auto& r : rows) {
@@ -349,7 +349,6 @@ std::string accelerator_block(const std::vector<RunSummary>& rows, size_t label_
   return out;
 }
 
-}  // namespace
 
 std::string format_table(const std::vector<RunSummary>& unsorted) {
   // With a target loss, rows rank by time to reach it (those that never do come last, as listed).
@@ -402,14 +401,32 @@ std::string format_table(const std::vector<RunSummary>& unsorted) {
   out += accelerator_block(rows, label_width);
   // On a changing world, a second block: what the changes cost each policy.
   if (std::any_of(rows.begin(), rows.end(), [](const RunSummary& r) { return r.world_changed(); })) {
-    const char* churn_line = "{:<{}}  {:>6}  {:>6}  {:>9}  {:>7}  {:>14}  {:>12}\n";
-    out += "\n" + fmt::format(churn_line, "policy", label_width, "lost", "joined", "syncs", "aborted",
-                              "compute wasted", "goodput");
-    out += fmt::format(churn_line, "", label_width, "", "", "committed", "", "(all workers)", "tokens/s");
-    for (const auto& r : rows) {
-      out += fmt::format(churn_line, r.label, label_width, r.workers_lost, r.workers_joined, r.syncs_committed,
-                         r.syncs_aborted, human_time(r.compute_wasted_s), fmt::format("{:.0f}", r.goodput_tokens_per_s));
-    }
+    std::vector<WorldCost> costs;
+    for (const auto& r : rows) costs.push_back(world_cost(r));
+    out += world_cost_block(costs, label_width, 0);
+  }
+  return out;
+}
+
+WorldCost world_cost(const RunSummary& r) {
+  return {r.label,
+          static_cast<double>(r.workers_lost),
+          static_cast<double>(r.workers_joined),
+          static_cast<double>(r.syncs_committed),
+          static_cast<double>(r.syncs_aborted),
+          r.compute_wasted_s,
+          r.goodput_tokens_per_s};
+}
+
+std::string world_cost_block(const std::vector<WorldCost>& rows, size_t label_width, int count_decimals) {
+  const char* churn_line = "{:<{}}  {:>6}  {:>6}  {:>9}  {:>7}  {:>14}  {:>12}\n";
+  std::string out = "\n" + fmt::format(churn_line, "policy", label_width, "lost", "joined", "syncs", "aborted",
+                                       "compute wasted", "goodput");
+  out += fmt::format(churn_line, "", label_width, "", "", "committed", "", "(all workers)", "tokens/s");
+  const auto count = [&](double v) { return fmt::format("{:.{}f}", v, count_decimals); };
+  for (const auto& r : rows) {
+    out += fmt::format(churn_line, r.label, label_width, count(r.lost), count(r.joined), count(r.committed),
+                       count(r.aborted), human_time(r.wasted_s), fmt::format("{:.0f}", r.goodput));
   }
   return out;
 }

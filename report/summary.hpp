@@ -100,6 +100,21 @@ std::optional<double> equal_time_s(const std::vector<RunSummary>& rows);
 // "12.3 s", "4.5 min", "2.10 h": a duration as the tables print it.
 std::string human_time(double s);
 
+// With more than one accelerator type among the rows: a block with a column per type, in order of
+// first appearance, of its workers' utilization under each policy (the fast ones' idle time).
+std::string accelerator_block(const std::vector<RunSummary>& rows, size_t label_width);
+
+// What a changing world cost a row: counts as a run has them, or means over seeds.
+struct WorldCost {
+  std::string label;
+  double lost = 0, joined = 0, committed = 0, aborted = 0;
+  double wasted_s = 0;
+  double goodput = 0;  // tokens/s
+};
+WorldCost world_cost(const RunSummary& r);
+// The block under the table on a changing world; counts with `count_decimals` decimals.
+std::string world_cost_block(const std::vector<WorldCost>& rows, size_t label_width, int count_decimals);
+
 // The side-by-side table printed at the end of a run; below it, a block of utilization per accelerator
 // type where the rows have more than one type, and a block of what a changing world cost.
 std::string format_table(const std::vector<RunSummary>& rows);

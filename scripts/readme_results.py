@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Regenerates the results printed in README.md: every block between
+    <!-- results: ID -->
+    <!-- /results -->
+is replaced by `$ build/locosim <args>` and what that command prints (progress lines, the pre-run note
+and "finished earlier" lines left out: they depend on the machine and on what ran before). The runs
+go to runs/ as a user's would; runs already there are reused (results are deterministic).
+
+  python3 scripts/readme_results.py [--build build] [--only ID ...] [--list]
+
+Nothing in the README's results is typed by hand: change a scenario, run this, commit the diff.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+# ID: the command's arguments after `locosim`. Several seeds wherever a loss is compared.
+BLOCKS = {
+    "demo": ["run", "scenarios/quickstart.yaml"],
+    "quickstart-seeds": ["run", "scenarios/quickstart.yaml", "--seeds", "3"],
+    "volunteers-churn": ["run", "scenarios/volunteers-churn.yaml", "--seeds", "3"],
+    "mixed-gpus": ["run", "scenarios/mixed-gpus.yaml", "--seeds", "3"],
+    "tuned-diloco": ["run", "scenarios/tuned-diloco.yaml"],
+}
+
+LEFT_OUT = re.compile(r"^(\[\d+/\d+\] |note: |\d+ of \d+ runs finished earlier)")
+
+
+def output_of(build, args):
+    done = subprocess.run([str(Path(build) / "locosim"), *args, "--no-progress"], cwd=REPO, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, "CI": "true"})
+    if done.returncode != 0:
+        sys.exit(f"readme_results: `locosim {' '.join(args)}` failed (exit {done.returncode}):\n{done.stdout}")
+    lines = [l.rstrip() for l in done.stdout.splitlines() if not LEFT_OUT.match(l)]
+    return "\n".join(["$ build/locosim " + " ".join(args), *lines]).rstrip() + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", default="build", help="the build folder (default: build)")
+    parser.add_argument("--only", nargs="*", default=None, help="regenerate only these blocks")
+    parser.add_argument("--list", action="store_true", help="list the blocks and their commands")
+    options = parser.parse_args()
+    if options.list:
+        for key, args in BLOCKS.items():
+            print(f"{key}: locosim {' '.join(args)}")
+        return
+    readme = (REPO / "README.md").read_text()
+    wanted = options.only if options.only is not None else list(BLOCKS)
+    for key in wanted:
+        if key not in BLOCKS:
+            sys.exit(f"readme_results: no block '{key}' (blocks: {', '.join(BLOCKS)})")
+        pattern = re.compile(r"(<!-- results: %s -->\n```\n).*?(```\n<!-- /results -->)" % re.escape(key), re.S)
+        if not pattern.search(readme):
+            sys.exit(f"readme_results: README.md has no block <!-- results: {key} -->")
+        text = output_of(options.build, BLOCKS[key])
+        readme = pattern.sub(lambda m: m.group(1) + text + m.group(2), readme)
+        print(f"readme_results: {key} regenerated", flush=True)
+    (REPO / "README.md").write_text(readme)
+
+
+if __name__ == "__main__":
+    main()
