@@ -61,7 +61,7 @@ TEST_CASE("tuning: the point of lowest mean validation loss is chosen, whatever 
   CHECK(block.find("ddp     defaults") != std::string::npos);
 }
 
-TEST_CASE("tuning: a point without a validation loss is not chosen over one with it; ties go to the earlier") {
+TEST_CASE("tuning: a point without a validation loss is not chosen over one with it, and ties go to the earlier") {
   RunSummary missing = run("diloco.outer_lr-0.3", 0, 0.5);
   missing.final_validation_loss.reset();
   const std::vector<TuneChoice> choices = choose_tuned(
