@@ -208,20 +208,32 @@ std::string format_seed_table(const std::vector<SeedSummary>& rows) {
   return out + means_blocks(rows, label_width);
 }
 
+namespace {
+
+// seeds.csv's metrics, in column order: a <name>_mean and a <name>_ci95 column each.
+constexpr std::pair<const char*, Interval SeedSummary::*> kCsvMetrics[] = {
+    {"wall_clock_s", &SeedSummary::wall_clock_s},
+    {"compute_utilization", &SeedSummary::compute_utilization},
+    {"sent_bytes_per_worker", &SeedSummary::sent_bytes_per_worker},
+    {"recv_bytes_per_worker", &SeedSummary::recv_bytes_per_worker},
+    {"final_train_loss", &SeedSummary::final_train_loss},
+    {"final_eval_loss", &SeedSummary::final_eval_loss},
+    {"eval_loss_at_equal_time", &SeedSummary::eval_loss_at_equal_time},
+    {"time_to_target_s", &SeedSummary::time_to_target_s},
+};
+
+}  // namespace
+
 std::string seeds_csv_header() {
   std::string header = "label,policy,seeds";
-  for (const char* m : {"wall_clock_s", "compute_utilization", "sent_bytes_per_worker", "recv_bytes_per_worker",
-                        "final_train_loss", "final_eval_loss", "eval_loss_at_equal_time", "time_to_target_s"}) {
-    header += fmt::format(",{0}_mean,{0}_ci95", m);
-  }
+  for (const auto& [name, metric] : kCsvMetrics) header += fmt::format(",{0}_mean,{0}_ci95", name);
   return header + ",target_loss,reached_target";
 }
 
 std::string seeds_csv_row(const SeedSummary& r) {
   std::string row = fmt::format("{},{},{}", r.label, r.policy, r.seeds.size());
-  for (const Interval* i : {&r.wall_clock_s, &r.compute_utilization, &r.sent_bytes_per_worker, &r.recv_bytes_per_worker,
-                            &r.final_train_loss, &r.final_eval_loss, &r.eval_loss_at_equal_time, &r.time_to_target_s}) {
-    row += "," + csv_number(i->mean) + "," + csv_number(i->half_width);
+  for (const auto& [name, metric] : kCsvMetrics) {
+    row += "," + csv_number((r.*metric).mean) + "," + csv_number((r.*metric).half_width);
   }
   return row + "," + (r.target_loss ? csv_number(*r.target_loss) : std::string()) + "," +
          std::to_string(r.reached_target);

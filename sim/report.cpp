@@ -42,15 +42,6 @@ std::vector<std::string> first_column(const fs::path& csv, const std::string& he
   return out;
 }
 
-std::vector<RunSummary> point_rows(const fs::path& dir);
-
-// A scenario folder's table: its policies in summary.csv's order, else in name order.
-std::optional<std::string> scenario_table(const fs::path& dir) {
-  std::vector<RunSummary> rows = point_rows(dir);
-  if (rows.empty()) return std::nullopt;
-  return format_table(rows);
-}
-
 // A point folder's finished runs, in summary.csv's order (else by name).
 std::vector<RunSummary> point_rows(const fs::path& dir) {
   std::vector<std::string> labels = first_column(dir / "summary.csv", "label");
@@ -65,6 +56,13 @@ std::vector<RunSummary> point_rows(const fs::path& dir) {
     if (fs::exists(dir / label / "summary.json")) rows.push_back(read_summary_json((dir / label / "summary.json").string()));
   }
   return rows;
+}
+
+// A scenario folder's table: its policies in summary.csv's order, else in name order.
+std::optional<std::string> scenario_table(const fs::path& dir) {
+  std::vector<RunSummary> rows = point_rows(dir);
+  if (rows.empty()) return std::nullopt;
+  return format_table(rows);
 }
 
 // A run at several seeds (its seeds.csv): the points' folders grouped by their name without the seed

@@ -19,9 +19,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string scenario_with(const std::string& name, const std::string& extra) {
-  const std::string dir = testing::tiny_scenario_dir(name);
-  testing::write_text(dir + "/scenario.yaml", testing::tiny_scenario_yaml(extra));
-  return dir + "/scenario.yaml";
+  return testing::tiny_scenario_file(name, extra);
 }
 
 std::string read_all(const fs::path& path) {

@@ -19,9 +19,7 @@ namespace {
 
 // The tiny scenario (9 lines) with `sweep` appended from line 10 on; returns the file's path.
 std::string scenario_with(const std::string& name, const std::string& sweep) {
-  const std::string dir = testing::tiny_scenario_dir(name);
-  testing::write_text(dir + "/scenario.yaml", testing::tiny_scenario_yaml(sweep));
-  return dir + "/scenario.yaml";
+  return testing::tiny_scenario_file(name, sweep);
 }
 
 ConfigError sweep_error(const std::string& name, const std::string& sweep) {

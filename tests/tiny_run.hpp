@@ -52,4 +52,12 @@ inline std::string tiny_scenario_yaml(const std::string& extra = "") {
          extra;
 }
 
+// A fresh folder `name` (as tiny_scenario_dir) holding scenario.yaml, the scenario with `extra`
+// appended from line 10 on; returns the scenario's path.
+inline std::string tiny_scenario_file(const std::string& name, const std::string& extra = "") {
+  const std::string dir = tiny_scenario_dir(name);
+  write_text(dir + "/scenario.yaml", tiny_scenario_yaml(extra));
+  return dir + "/scenario.yaml";
+}
+
 }  // namespace locosim::testing
