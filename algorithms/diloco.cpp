@@ -82,8 +82,13 @@ DiLoCoConfig DiLoCoConfig::parse(Section& s) {
   }
   c.prune = s.number("prune", c.prune, Range::closed_open(0, 1));
   if (c.prune > 0 && c.round != DiLoCoRound::steps) {
-    // The TIES merge averages the agreeing workers unweighted: it has no place for token weights.
+    // Both merges average the workers unweighted: they have no place for token weights.
     s.fail("prune", "needs round: steps (the pruned merge is not weighted by tokens), got round: " + round);
+  }
+  if (c.prune > 0) {
+    if (s.choice("prune_merge", {"mean", "ties"}, "mean") == "ties") c.prune_merge = DiLoCoPruneMerge::ties;
+  } else if (s.has("prune_merge")) {
+    s.fail("prune_merge", "is read with prune > 0 only");
   }
   c.wire = wire_format_from_name(s.choice("wire", wire_format_names(), wire_format_name(c.wire)));
   return c;
@@ -198,8 +203,8 @@ class DiLoCo : public Policy {
     return committed ? Sync::committed : Sync::aborted;
   }
 
-  // prune > 0: all-gathers every member's trimmed Δ_i and sets `delta` to their TIES merge, over the
-  // members whose payload arrived. False if no all-gather completed (the round is given up).
+  // prune > 0: all-gathers every member's trimmed Δ_i and sets `delta` to their merge (prune_merge),
+  // over the members whose payload arrived. False if no all-gather completed (the round is given up).
   bool gather_pruned(const std::vector<torch::Tensor>& mine, bool values, std::vector<torch::Tensor>& delta) {
     std::vector<torch::Tensor> payload;  // per tensor: positions, values
     for (size_t i = 0; i < mine.size(); ++i) prune_codecs_[i].encode(mine[i], payload);
@@ -219,7 +224,8 @@ class DiLoCo : public Policy {
       for (const auto& g : gathered) {
         if (!g.empty()) trimmed.push_back(prune_codecs_[i].decode(g, 2 * i));
       }
-      delta.push_back(ties_merge(trimmed).view(mine[i].sizes()));
+      const torch::Tensor merged = cfg_.prune_merge == DiLoCoPruneMerge::ties ? ties_merge(trimmed) : mean_merge(trimmed);
+      delta.push_back(merged.view(mine[i].sizes()));
     }
     return true;
   }

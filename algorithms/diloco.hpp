@@ -22,6 +22,9 @@ enum class DiLoCoRound { steps, fastest, seconds };
 // torch's own: `nesterov` SGD with Nesterov momentum μ, `sgd` SGD with heavy-ball momentum μ (μ 0 and
 // η 1: FedAvg), `adam` Adam with betas and eps (the paper: outer Adam needs a large eps, 0.1).
 enum class DiLoCoOuter { nesterov, sgd, adam };
+// How the trimmed Δ_i of a pruned round are combined: the plain mean over the members (the paper's
+// Table 6) or TIES's elected-sign disjoint mean (its appendix: "slightly worse").
+enum class DiLoCoPruneMerge { mean, ties };
 
 const std::vector<std::string>& diloco_outer_names();  // "nesterov", "sgd", "adam"
 
@@ -37,8 +40,9 @@ struct DiLoCoConfig {
   double outer_eps = 0.1;               // Adam's ε: the paper's note: at 1e-8 every value would move by about η a round,
                                         //   whatever the size of its Δ
   // The fraction of each tensor's pseudo-gradient values a worker drops before sending (Table 6: 25%,
-  // 50%, 75%): TIES trimming, merged by elected sign (outer_prune.hpp). 0: the plain all-reduce.
+  // 50%, 75%): TIES trimming (outer_prune.hpp), then merged by prune_merge. 0: the plain all-reduce.
   double prune = 0;
+  DiLoCoPruneMerge prune_merge = DiLoCoPruneMerge::mean;  // read (and recorded) with prune > 0 only
   WireFormat wire = WireFormat::fp32;   // pseudo-gradient on the wire (OpenDiLoCo: fp16)
 
   static DiLoCoConfig parse(Section& s);

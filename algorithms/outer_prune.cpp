@@ -101,4 +101,11 @@ torch::Tensor ties_merge(const std::vector<torch::Tensor>& trimmed) {
   return merged.div_(agreeing.clamp_min(1));
 }
 
+torch::Tensor mean_merge(const std::vector<torch::Tensor>& trimmed) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor sum = torch::zeros_like(trimmed.at(0));
+  for (const auto& x : trimmed) sum.add_(x);
+  return sum.div_(static_cast<double>(trimmed.size()));
+}
+
 }  // namespace locosim

@@ -1,5 +1,6 @@
-// Pruning DiLoCo's pseudo-gradient before it is sent (arXiv 2311.08105, Table 6), by the rule of
-// TIES-Merging (Yadav et al. 2023, arXiv 2306.01708) that the paper cites: trim, elect sign, disjoint mean.
+// Pruning DiLoCo's pseudo-gradient before it is sent (arXiv 2311.08105, Table 6), trimmed by the rule of
+// TIES-Merging (Yadav et al. 2023, arXiv 2306.01708) that the paper cites, then merged by the plain mean
+// (the paper's table) or TIES's elect sign and disjoint mean (its appendix's variant).
 #pragma once
 #include <torch/types.h>
 
@@ -56,5 +57,9 @@ class PruneCodec {
 // the mean over the workers that agree with the elected sign only. Summed in rank order, so every
 // worker gets the same bits. REQUIRES: at least one tensor, all of the same size.
 torch::Tensor ties_merge(const std::vector<torch::Tensor>& trimmed);
+
+// The plain mean of the trimmed Δ_i, Σ_i Δ_i / (number of tensors), summed in rank order: a value one
+// worker dropped counts as its zero. REQUIRES: as ties_merge.
+torch::Tensor mean_merge(const std::vector<torch::Tensor>& trimmed);
 
 }  // namespace locosim

@@ -93,12 +93,18 @@ TEST_CASE("diloco: outer: nesterov | sgd | adam parse, nesterov: folds into oute
   CHECK(tuned.outer_beta2 == doctest::Approx(0.95));
   CHECK(tuned.outer_eps == doctest::Approx(0.01));
   CHECK(tuned.prune == doctest::Approx(0.5));
+  CHECK(tuned.prune_merge == DiLoCoPruneMerge::mean);  // the paper's Table 6
+  CHECK(config("prune: 0.5\nprune_merge: ties\n").prune_merge == DiLoCoPruneMerge::ties);
+  CHECK_THROWS_WITH(spec_from("name: diloco\nprune_merge: ties\n"),
+                    doctest::Contains("prune_merge: is read with prune > 0 only"));
+  CHECK_THROWS_WITH(spec_from("name: diloco\nprune: 0.5\nprune_merge: disjoint\n"), doctest::Contains("prune_merge:"));
 
   // The resolved tree records the choice, also when it came from nesterov:.
   Section s = Section::load_string("name: diloco\nnesterov: false\n", "test.yaml");
   (void)parse_policy(s);
   CHECK(s.resolved_yaml().find("outer: sgd") != std::string::npos);
   CHECK(s.resolved_yaml().find("prune: 0") != std::string::npos);
+  CHECK(s.resolved_yaml().find("prune_merge") == std::string::npos);  // unpruned runs keep their hash
 
   // Each error names the file, the line and the key.
   const ConfigError contradiction = error_of("name: diloco\nouter: adam\nnesterov: true\n");
@@ -174,7 +180,7 @@ TEST_CASE("prune: the bytes formula, sparse (positions + values) only where that
   }
 }
 
-TEST_CASE("prune: the trim keeps the largest magnitudes and the merge follows the elected sign (TIES), by hand") {
+TEST_CASE("prune: the trim keeps the largest magnitudes, the TIES merge follows the elected sign, the mean counts every worker, by hand") {
   for (WireFormat f : {WireFormat::fp32, WireFormat::fp16}) {
     PruneCodec codec(4, 0.5, f);  // k 2: 2·(1 + b) bytes < 4·b, sparse
     CHECK(codec.sparse());
@@ -197,6 +203,10 @@ TEST_CASE("prune: the trim keeps the largest magnitudes and the merge follows th
   // Σ = (0, 3, 2): signs (0, +, +), majority +; (1)/1, (1 + 2)/2, (2)/1: b's zero is no vote.
   const std::vector<torch::Tensor> two = {torch::tensor({1.0f, 1.0f, 2.0f}), torch::tensor({-1.0f, 2.0f, 0.0f})};
   CHECK(torch::equal(ties_merge(two), torch::tensor({1.0f, 1.5f, 2.0f})));
+  // The plain mean counts every worker, a dropped value as its zero: (0 + 0.5 − 1)/3, (−2 + 1 + 0.5)/3, 0, 0.
+  const torch::Tensor mean = mean_merge(three);
+  CHECK(torch::allclose(mean, torch::tensor({-0.5f / 3, -0.5f / 3, 0.0f, 0.0f})));
+  CHECK(torch::equal(mean_merge(two), torch::tensor({0.0f, 1.5f, 1.0f})));
 }
 
 TEST_CASE("prune: diloco all-gathers the trimmed pseudo-gradient and sends the bytes its formula says") {
@@ -231,7 +241,7 @@ TEST_CASE("prune: diloco all-gathers the trimmed pseudo-gradient and sends the b
   CHECK(torch::equal(first[0], first[1]));  // the merge gives every worker the same θ
 }
 
-TEST_CASE("prune: diloco with a pruned pseudo-gradient trains, differs from unpruned, and repeats bit for bit") {
+TEST_CASE("prune: diloco with a pruned pseudo-gradient trains, differs from unpruned and from the TIES merge, and repeats bit for bit") {
   const int world = 2, steps = 6;
   Outcome pruned = train(spec_from("name: diloco\ninner_steps: 2\nprune: 0.5\n"), world, steps, plain_sgd(0.05));
   Outcome again = train(spec_from("name: diloco\ninner_steps: 2\nprune: 0.5\n"), world, steps, plain_sgd(0.05));
@@ -239,4 +249,8 @@ TEST_CASE("prune: diloco with a pruned pseudo-gradient trains, differs from unpr
   CHECK(max_abs_diff(pruned.params, again.params) == 0);
   CHECK(max_abs_diff(pruned.params, full.params) > 1e-5);
   CHECK(pruned.eval_loss_end < pruned.eval_loss_start);
+  // The TIES merge is another rule: with two workers whose signs disagree, other parameters.
+  Outcome ties = train(spec_from("name: diloco\ninner_steps: 2\nprune: 0.5\nprune_merge: ties\n"), world, steps, plain_sgd(0.05));
+  CHECK(max_abs_diff(ties.params, pruned.params) > 1e-5);
+  CHECK(ties.eval_loss_end < ties.eval_loss_start);
 }
