@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "config/scenario.hpp"
+#include "report/csv_field.hpp"
 #include "report/seed_table.hpp"
 
 namespace locosim {
@@ -74,12 +75,28 @@ std::vector<std::vector<RunSummary>> chosen_runs(const std::vector<TuneChoice>& 
   return out;
 }
 
-std::string tuned_comparison(const Scenario& scenario, const std::vector<uint64_t>& seeds,
-                             const std::vector<std::vector<RunSummary>>& per_seed) {
+std::vector<TuneChoice> tune_choices(const Scenario& scenario, const std::vector<std::vector<RunSummary>>& per_seed) {
   std::vector<TunedLabel> labels;
   for (const PolicySpec& p : scenario.policies) labels.push_back({p.label, p.tuned_from, p.tune_values});
-  if (std::none_of(labels.begin(), labels.end(), [](const TunedLabel& t) { return !t.tuned_from.empty(); })) return "";
-  const std::vector<TuneChoice> choices = choose_tuned(labels, per_seed);
+  if (std::none_of(labels.begin(), labels.end(), [](const TunedLabel& t) { return !t.tuned_from.empty(); })) return {};
+  return choose_tuned(labels, per_seed);
+}
+
+std::string tuned_csv_header() {
+  return "entry,chosen,setting,points,validation_loss_mean,validation_loss_ci95,validation_seeds";
+}
+
+std::string tuned_csv_row(const TuneChoice& c) {
+  const auto number = [](double v) { return std::isnan(v) ? std::string() : fmt::format("{:.9g}", v); };
+  return fmt::format("{},{},{},{},{},{},{}", csv_field(c.entry), csv_field(c.chosen), csv_field(c.setting), c.points,
+                     c.validation.n > 0 ? number(c.validation.mean) : std::string(),
+                     c.validation.n > 0 ? number(c.validation.half_width) : std::string(), c.validation.n);
+}
+
+std::string tuned_comparison(const Scenario& scenario, const std::vector<uint64_t>& seeds,
+                             const std::vector<std::vector<RunSummary>>& per_seed) {
+  const std::vector<TuneChoice> choices = tune_choices(scenario, per_seed);
+  if (choices.empty()) return "";
   const auto chosen = chosen_runs(choices, per_seed);
   const std::string table = per_seed.size() > 1 ? format_seed_table(summarize_seeds(seeds, chosen))
                                                 : format_table(chosen.front());

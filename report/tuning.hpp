@@ -34,13 +34,20 @@ struct TuneChoice {
 std::vector<TuneChoice> choose_tuned(const std::vector<TunedLabel>& labels,
                                      const std::vector<std::vector<RunSummary>>& per_seed);
 
+// choose_tuned over `scenario`'s policy entries; empty when none has a tune: grid.
+struct Scenario;
+std::vector<TuneChoice> tune_choices(const Scenario& scenario, const std::vector<std::vector<RunSummary>>& per_seed);
+
+// tuned.csv (written beside seeds.csv): its header and the cells of one choice.
+std::string tuned_csv_header();
+std::string tuned_csv_row(const TuneChoice& choice);
+
 // Each seed's table reduced to the chosen runs, each under its entry's label (the tuned comparison).
 std::vector<std::vector<RunSummary>> chosen_runs(const std::vector<TuneChoice>& choices,
                                                  const std::vector<std::vector<RunSummary>>& per_seed);
 
 // With tune: grids among `scenario`'s policies: "at their best settings:", the table of the chosen runs
 // (a seed table with several seeds), and the choices. "" without a grid.
-struct Scenario;
 std::string tuned_comparison(const Scenario& scenario, const std::vector<uint64_t>& seeds,
                              const std::vector<std::vector<RunSummary>>& per_seed);
 

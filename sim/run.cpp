@@ -26,10 +26,12 @@
 #include "algorithms/torch_time.hpp"
 #include "config/device.hpp"
 #include "config/error.hpp"
+#include "report/csv_field.hpp"
 #include "report/output_file.hpp"
 #include "report/recorder_csv.hpp"
 #include "report/run_folder.hpp"
 #include "report/stop_signals.hpp"
+#include "report/tuning.hpp"
 #include "sim/progress.hpp"
 #include "report/resume.hpp"
 #include "sim/simulate.hpp"
@@ -285,19 +287,13 @@ std::string read_file(const fs::path& path) {
   return text.str();
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string quoted = "\"";
-  for (char c : s) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
-}
-
 fs::path point_folder(const fs::path& root, const SweepPoint& point) {
   return point.name.empty() ? root : child_path(root, point.name);
 }
 
 // At several seeds: each grid point's policies over its seeds, into merged.seed_groups (the selected
-// ones) and seeds.csv (all of them; a sweep's point and key columns first, as in summary.csv).
+// ones) and seeds.csv (all of them; a sweep's point and key columns first, as in summary.csv). With
+// tune: grids, also tuned.csv: the point each entry is compared at.
 void merge_seeds(const Sweep& sweep, const std::vector<std::vector<RunSummary>>& finished, const fs::path& root,
                  Merged& merged) {
   std::vector<std::string> groups;  // grid points in order
@@ -311,8 +307,10 @@ void merge_seeds(const Sweep& sweep, const std::vector<std::vector<RunSummary>>&
     for (const auto& key : keys) csv << ',' << csv_field(key);
     csv << ',';
   }
+  std::ostringstream tuned;
+  tuned << csv.str() << tuned_csv_header() << '\n';
   csv << seeds_csv_header() << '\n';
-  bool any = false;
+  bool any = false, any_tuned = false;
   for (const std::string& group : groups) {
     std::vector<uint64_t> seeds;
     std::vector<std::vector<RunSummary>> all, selected;
@@ -325,17 +323,23 @@ void merge_seeds(const Sweep& sweep, const std::vector<std::vector<RunSummary>>&
       selected.push_back(merged.tables[i]);
     }
     merged.seed_groups.push_back({group, summarize_seeds(seeds, selected), seeds, selected});
+    std::string point_cells;
+    if (!keys.empty()) {
+      point_cells = csv_field(group);
+      for (size_t k = 0; k < keys.size(); ++k) point_cells += ',' + csv_field(first->values[k].second);
+      point_cells += ',';
+    }
     for (const SeedSummary& row : summarize_seeds(seeds, all)) {
-      if (!keys.empty()) {
-        csv << csv_field(group);
-        for (size_t k = 0; k < keys.size(); ++k) csv << ',' << csv_field(first->values[k].second);
-        csv << ',';
-      }
-      csv << seeds_csv_row(row) << '\n';
+      csv << point_cells << seeds_csv_row(row) << '\n';
       any = true;
+    }
+    for (const TuneChoice& choice : tune_choices(first->scenario, all)) {
+      tuned << point_cells << tuned_csv_row(choice) << '\n';
+      any_tuned = true;
     }
   }
   if (any) write_atomically(root / "seeds.csv", [&](const std::string& tmp) { write_text_file(tmp, csv.str()); });
+  if (any_tuned) write_atomically(root / "tuned.csv", [&](const std::string& tmp) { write_text_file(tmp, tuned.str()); });
 }
 
 }  // namespace

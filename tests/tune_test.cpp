@@ -3,7 +3,6 @@
 // lowest mean validation loss and reports its losses on the eval (test) split.
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "config/error.hpp"
 #include "report/tuning.hpp"
@@ -113,10 +112,16 @@ TEST_CASE("tune: runs score their final models on the validation split, and the 
   CHECK(text.rfind("\nat their best settings:\n2 seeds (1, 2): mean", 0) == 0);
   CHECK(text.find("\ndiloco  " + best + "  ") != std::string::npos);
   CHECK(text.find("ddp     defaults") != std::string::npos);
+  // tuned.csv records the same choice, beside seeds.csv, for notebooks and scripts.
+  const std::string csv = testing::read_text((fs::path(options.output_root) / "tiny" / "tuned.csv").string());
+  CAPTURE(csv);
+  CHECK(csv.rfind("entry,chosen,setting,points,validation_loss_mean,validation_loss_ci95,validation_seeds\n", 0) == 0);
+  CHECK(csv.find("\nddp,ddp,defaults,1,") != std::string::npos);
+  const std::string chosen = mean[0] <= mean[1] ? "diloco.outer_lr-0.5" : "diloco.outer_lr-1.0";
+  CHECK(csv.find("\ndiloco," + chosen + "," + best + ",2,") != std::string::npos);
+  CHECK(csv.find(",2\n") != std::string::npos);  // two seeds behind each mean
   // The summaries carry the validation loss; a run without a validation split has none.
-  std::ifstream in(fs::path(options.output_root) / "tiny" / "seed=1" / "ddp" / "summary.json");
-  std::stringstream json;
-  json << in.rdbuf();
-  CHECK(json.str().find("\"final_validation_loss\":") != std::string::npos);
+  const std::string json = testing::read_text((fs::path(options.output_root) / "tiny" / "seed=1" / "ddp" / "summary.json").string());
+  CHECK(json.find("\"final_validation_loss\":") != std::string::npos);
   fs::remove_all(fs::path(path).parent_path());
 }
