@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "algorithms/policy_registry.hpp"
 #include "config/section.hpp"
 
 namespace locosim {
@@ -206,6 +207,26 @@ std::unique_ptr<ParameterServer> make_async_server(const AsyncDiLoCoConfig& cfg,
 
 std::unique_ptr<Policy> make_async_diloco(const AsyncDiLoCoConfig& cfg, PolicyContext ctx) {
   return std::make_unique<AsyncDiLoCo>(cfg, std::move(ctx));
+}
+
+PolicyEntry async_diloco_policy() {
+  return policy_entry<AsyncDiLoCoConfig>({
+      .name = "async_diloco",
+      .paper = "arXiv 2401.09135",
+      // The fastest worker's steps per push.
+      .sync_period = [](const AsyncDiLoCoConfig& c) -> std::optional<SyncPeriod> {
+        return SyncPeriod{"inner_steps", c.inner_steps};
+      },
+      // Pushes are applied as they arrive.
+      .reads_clock = [](const AsyncDiLoCoConfig&) { return true; },
+      .make = make_async_diloco,
+      .handover = "none yet: a lost worker stays out",
+      .on_failed_collective = "a failed push is not applied; the worker goes on from the model it last received",
+      .bytes_per_round = "P · b up and P · 4 down per push, through the server",
+      // A grace period longer than the run: each window holds both ranks' pushes, applied in rank order,
+      // so the update order does not depend on which push lands first.
+      .example = "{name: async_diloco, inner_steps: 4, dylu: false, grace_s: 1000}",
+  });
 }
 
 }  // namespace locosim

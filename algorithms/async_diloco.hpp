@@ -32,6 +32,10 @@ struct AsyncDiLoCoConfig {
 
 std::unique_ptr<Policy> make_async_diloco(const AsyncDiLoCoConfig& cfg, PolicyContext ctx);
 
+// Its registry entry (algorithms/policy_registry.hpp).
+struct PolicyEntry;
+PolicyEntry async_diloco_policy();
+
 // The group's server, starting from θ = theta; the run ends once pushes hold workers × total_steps
 // inner steps. A push is the pseudo-gradient's tensors then [steps, mean step seconds] (float64); a
 // reply is θ's tensors then [version, H_i, done].

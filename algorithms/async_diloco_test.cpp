@@ -12,7 +12,7 @@ using namespace locosim::policy_test;
 namespace {
 
 AsyncDiLoCoConfig async_config(const std::string& yaml) {
-  return std::get<AsyncDiLoCoConfig>(spec_from("name: async_diloco\n" + yaml).config);
+  return std::any_cast<const AsyncDiLoCoConfig&>(spec_from("name: async_diloco\n" + yaml).config);
 }
 
 std::vector<torch::Tensor> push(double g, double steps, double step_s) {

@@ -27,6 +27,7 @@
 #include <torch/serialize.h>
 #include <torch/utils.h>
 
+#include "algorithms/policy_registry.hpp"
 #include "config/section.hpp"
 
 namespace locosim {
@@ -144,6 +145,20 @@ class Co2 : public Policy {
 
 std::unique_ptr<Policy> make_co2(const Co2Config& cfg, PolicyContext ctx) {
   return std::make_unique<Co2>(cfg, std::move(ctx));
+}
+
+PolicyEntry co2_policy() {
+  return policy_entry<Co2Config>({
+      .name = "co2",
+      .paper = "arXiv 2401.16265",
+      .sync_period = [](const Co2Config& c) -> std::optional<SyncPeriod> { return SyncPeriod{"inner_steps", c.inner_steps}; },
+      .reads_clock = [](const Co2Config&) { return false; },
+      .make = make_co2,
+      .handover = "delay: 0, at the end of a period as DiLoCo; delay: 1, none (a sync is always in flight)",
+      .on_failed_collective = "the failed period's sync is skipped, not redone",
+      .bytes_per_round = "2(K−1)/K · P · b every τ steps",
+      .example = "{name: co2, inner_steps: 3}",
+  });
 }
 
 }  // namespace locosim

@@ -40,4 +40,8 @@ void co2_outer_step(const Co2Config& cfg, std::vector<torch::Tensor>& anchor, st
 
 std::unique_ptr<Policy> make_co2(const Co2Config& cfg, PolicyContext ctx);
 
+// Its registry entry (algorithms/policy_registry.hpp).
+struct PolicyEntry;
+PolicyEntry co2_policy();
+
 }  // namespace locosim

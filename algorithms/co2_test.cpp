@@ -17,7 +17,7 @@ namespace {
 // θ − θ* = 1e-3, on the quadratic (θ − θ*)²: SGD with lr 0.5 lands on θ* in one step, so every
 // period's outer gradient is the whole error and the outer rule alone decides what happens.
 double quadratic_error(const std::string& yaml, int periods) {
-  const Co2Config cfg = std::get<Co2Config>(spec_from(yaml).config);
+  const Co2Config cfg = std::any_cast<const Co2Config&>(spec_from(yaml).config);
   REQUIRE(cfg.inner_steps == 1);
   double worst = 0;
   run_local_workers(1, [&](Transport& t) {
@@ -38,7 +38,7 @@ double quadratic_error(const std::string& yaml, int periods) {
 TEST_CASE("co2: at its defaults the loss falls and keeps falling (regression: lambda 1 with a stale step diverged)") {
   // The entry names only τ, shortened to fit the run: every other setting is the default.
   const PolicySpec spec = spec_from("name: co2\ninner_steps: 10\n");
-  const Co2Config parsed = std::get<Co2Config>(spec.config), defaults;
+  const Co2Config parsed = std::any_cast<const Co2Config&>(spec.config), defaults;
   CHECK(parsed.inner_steps == 10);
   CHECK(parsed.outer_lr == defaults.outer_lr);
   CHECK(parsed.outer_momentum == defaults.outer_momentum);

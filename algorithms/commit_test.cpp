@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "algorithms/ddp.hpp"
 #include "algorithms/policy_test_util.hpp"
 #include "tests/doctest_torch.hpp"
 

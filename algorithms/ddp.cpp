@@ -10,6 +10,7 @@
 // numbers do not depend on buckets: each element's mean is the same whichever collective carries it.
 #include "algorithms/ddp.hpp"
 
+#include "algorithms/policy_registry.hpp"
 #include "config/section.hpp"
 
 namespace locosim {
@@ -131,6 +132,21 @@ class Ddp : public Policy {
 
 std::unique_ptr<Policy> make_ddp(const DdpConfig& cfg, PolicyContext ctx) {
   return std::make_unique<Ddp>(cfg, std::move(ctx));
+}
+
+PolicyEntry ddp_policy() {
+  return policy_entry<DdpConfig>({
+      .name = "ddp",
+      .paper = "PyTorch DDP, arXiv 2006.15704",
+      .sync_period = [](const DdpConfig&) -> std::optional<SyncPeriod> { return std::nullopt; },
+      .reads_clock = [](const DdpConfig&) { return false; },
+      .make = make_ddp,
+      .handover = "after any committed or aborted step: the parameters and the inner optimizer",
+      .on_failed_collective = "redo the all-reduce among the survivors, up to 3 attempts; then the step is aborted "
+                              "and its gradients thrown away",
+      .bytes_per_round = "2(K−1)/K · P · b, every step",
+      .example = "{name: ddp, wire: fp16}",
+  });
 }
 
 }  // namespace locosim

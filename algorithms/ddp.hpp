@@ -24,6 +24,10 @@ struct DdpConfig {
 
 std::unique_ptr<Policy> make_ddp(const DdpConfig& cfg, PolicyContext ctx);
 
+// Its registry entry (algorithms/policy_registry.hpp).
+struct PolicyEntry;
+PolicyEntry ddp_policy();
+
 // PyTorch's bucket assignment (compute_bucket_assignment_by_size): parameters in reverse order, each
 // added to the open bucket, which closes once it holds at least its cap (the first bucket's cap, then
 // bucket_mb's). `bytes[i]` is parameter i's size as priced (fp32 bytes × Wire::scale). Returns the

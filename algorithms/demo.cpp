@@ -22,6 +22,7 @@
 
 #include <cmath>
 
+#include "algorithms/policy_registry.hpp"
 #include "algorithms/dct.hpp"
 #include "config/section.hpp"
 
@@ -149,6 +150,21 @@ class Demo : public Policy {
 
 std::unique_ptr<Policy> make_demo(const DemoConfig& cfg, PolicyContext ctx) {
   return std::make_unique<Demo>(cfg, std::move(ctx));
+}
+
+PolicyEntry demo_policy() {
+  return policy_entry<DemoConfig>({
+      .name = "demo",
+      .paper = "arXiv 2411.19870",
+      .sync_period = [](const DemoConfig&) -> std::optional<SyncPeriod> { return std::nullopt; },
+      .reads_clock = [](const DemoConfig&) { return false; },
+      .make = make_demo,
+      .handover = "after any step: the parameters and the momentum residual",
+      .on_failed_collective = "proceed with the contributions that arrived: the step is committed on what the "
+                              "survivors all hold",
+      .bytes_per_round = "an all-gather of chunks · k · (b_idx + b_val) bytes, every step",
+      .example = "{name: demo, lr: 1.0e-3, topk: 8, chunk: 16}",
+  });
 }
 
 }  // namespace locosim

@@ -30,6 +30,10 @@ struct DemoConfig {
 
 std::unique_ptr<Policy> make_demo(const DemoConfig& cfg, PolicyContext ctx);
 
+// Its registry entry (algorithms/policy_registry.hpp).
+struct PolicyEntry;
+PolicyEntry demo_policy();
+
 // Bytes one worker uploads per step for parameters of these shapes, before Wire::scale:
 // Σ over tensors of sparse_bytes(chunks, chunk_numel, k, values, indices).
 double demo_payload_bytes(const DemoConfig& cfg, const std::vector<std::vector<int64_t>>& shapes);

@@ -80,7 +80,7 @@ std::vector<std::vector<torch::Tensor>> run_two_workers(
 
 TEST_CASE("demo: the policy entry parses with the paper's defaults and rejects bad values") {
   PolicySpec spec = spec_from("name: demo\n");
-  auto& c = std::get<DemoConfig>(spec.config);
+  auto& c = std::any_cast<const DemoConfig&>(spec.config);
   CHECK(c.lr == doctest::Approx(4e-4));
   CHECK(c.momentum_decay == doctest::Approx(0.999));
   CHECK(c.topk == 32);
@@ -89,10 +89,10 @@ TEST_CASE("demo: the policy entry parses with the paper's defaults and rejects b
   CHECK((c.values == SparseValues::fp16));
   CHECK((c.indices == SparseIndices::packed));
   PolicySpec reference = spec_from("name: demo\nindices: int64\nvalues: fp32\n");
-  CHECK((std::get<DemoConfig>(reference.config).indices == SparseIndices::int64));
-  CHECK((std::get<DemoConfig>(reference.config).values == SparseValues::fp32));
+  CHECK((std::any_cast<const DemoConfig&>(reference.config).indices == SparseIndices::int64));
+  CHECK((std::any_cast<const DemoConfig&>(reference.config).values == SparseValues::fp32));
   PolicySpec psyche = spec_from("name: demo\nvalues: sign\ntopk: 4\nmomentum_decay: 0.995\n");
-  auto& s = std::get<DemoConfig>(psyche.config);
+  auto& s = std::any_cast<const DemoConfig&>(psyche.config);
   CHECK((s.values == SparseValues::sign));
   CHECK(s.topk == 4);
   CHECK_THROWS_WITH(spec_from("name: demo\ntopk: 0\n"), doctest::Contains("topk: must be >= 1"));
@@ -214,7 +214,7 @@ TEST_CASE("demo: demo.py's wire (indices: int64, values: fp32) sends chunks time
   const std::vector<std::vector<int64_t>> shapes = {{192}, {16}, {128, 192}, {48, 64}, {8, 4}};
   const double by_hand = 1152 + 192 + 2304 + 384 + 384;
   const std::string yaml = "name: demo\nindices: int64\nvalues: fp32\n";
-  CHECK(demo_payload_bytes(std::get<DemoConfig>(spec_from(yaml).config), shapes) == by_hand);
+  CHECK(demo_payload_bytes(std::any_cast<const DemoConfig&>(spec_from(yaml).config), shapes) == by_hand);
   torch::manual_seed(12);
   std::vector<torch::Tensor> params;
   for (const auto& shape : shapes) params.push_back(torch::randn(shape).requires_grad_(true));
@@ -252,8 +252,8 @@ TEST_CASE("demo: the index format changes the bytes, never the parameters") {
     std::vector<torch::Tensor> wide = run(yaml + "indices: int64\n");
     CHECK(max_abs_diff(packed, wide) == 0);
     CHECK(max_abs_diff(packed, start) > 0);  // the parameters moved
-    DemoConfig a = std::get<DemoConfig>(spec_from(yaml).config);
-    DemoConfig b = std::get<DemoConfig>(spec_from(yaml + "indices: int64\n").config);
+    DemoConfig a = std::any_cast<const DemoConfig&>(spec_from(yaml).config);
+    DemoConfig b = std::any_cast<const DemoConfig&>(spec_from(yaml + "indices: int64\n").config);
     CHECK(demo_payload_bytes(b, shapes) > demo_payload_bytes(a, shapes));
   }
 }

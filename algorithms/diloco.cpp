@@ -32,6 +32,7 @@
 
 #include <algorithm>
 
+#include "algorithms/policy_registry.hpp"
 #include "algorithms/outer_prune.hpp"
 #include "config/section.hpp"
 
@@ -297,6 +298,22 @@ class DiLoCo : public Policy {
 
 std::unique_ptr<Policy> make_diloco(const DiLoCoConfig& cfg, PolicyContext ctx) {
   return std::make_unique<DiLoCo>(cfg, std::move(ctx));
+}
+
+PolicyEntry diloco_policy() {
+  return policy_entry<DiLoCoConfig>({
+      .name = "diloco",
+      .paper = "arXiv 2311.08105; OpenDiLoCo arXiv 2407.07852",
+      .sync_period = [](const DiLoCoConfig& c) -> std::optional<SyncPeriod> { return SyncPeriod{"inner_steps", c.inner_steps}; },
+      // Timed rounds: a round's steps come from measured step times.
+      .reads_clock = [](const DiLoCoConfig& c) { return c.round != DiLoCoRound::steps; },
+      .make = make_diloco,
+      .handover = "at the end of a round: the outer parameters and momentum, the inner optimizer",
+      .on_failed_collective = "redo the all-reduce among the survivors, up to 3 attempts; then the round is aborted: "
+                              "every member restarts from the outer parameters",
+      .bytes_per_round = "2(K−1)/K · P · b every H steps (pruned: an all-gather of the trimmed payload)",
+      .example = "{name: diloco, inner_steps: 4, wire: fp16}",
+  });
 }
 
 }  // namespace locosim

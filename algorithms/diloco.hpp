@@ -50,4 +50,8 @@ struct DiLoCoConfig {
 
 std::unique_ptr<Policy> make_diloco(const DiLoCoConfig& cfg, PolicyContext ctx);
 
+// Its registry entry (algorithms/policy_registry.hpp).
+struct PolicyEntry;
+PolicyEntry diloco_policy();
+
 }  // namespace locosim

@@ -20,4 +20,8 @@ struct FedAvgConfig {
 
 std::unique_ptr<Policy> make_fedavg(const FedAvgConfig& cfg, PolicyContext ctx);
 
+// Its registry entry (algorithms/policy_registry.hpp).
+struct PolicyEntry;
+PolicyEntry fedavg_policy();
+
 }  // namespace locosim

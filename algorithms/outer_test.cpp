@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "algorithms/diloco.hpp"
 #include "algorithms/local_transport.hpp"
 #include "algorithms/outer_prune.hpp"
 #include "algorithms/policies.hpp"
@@ -78,7 +79,7 @@ ConfigError error_of(const std::string& yaml) {
 }  // namespace
 
 TEST_CASE("diloco: outer: nesterov | sgd | adam parse, nesterov: folds into outer:, misplaced keys are refused") {
-  const auto config = [](const std::string& yaml) { return std::get<DiLoCoConfig>(spec_from("name: diloco\n" + yaml).config); };
+  const auto config = [](const std::string& yaml) { return std::any_cast<const DiLoCoConfig&>(spec_from("name: diloco\n" + yaml).config); };
   CHECK(config("").outer == DiLoCoOuter::nesterov);
   CHECK(config("").prune == 0);
   CHECK(config("outer: sgd\n").outer == DiLoCoOuter::sgd);

@@ -1,12 +1,24 @@
-// The policy catalogue (see policies.hpp).
+// A scenario's policy entry through the registry (see policies.hpp).
 #include "algorithms/policies.hpp"
+
+#include <stdexcept>
 
 #include "config/section.hpp"
 
 namespace locosim {
 
+const PolicyEntry& PolicySpec::entry() const {
+  const PolicyEntry* e = find_policy(name);
+  if (!e) throw std::logic_error("policy '" + name + "' is not registered");
+  return *e;
+}
+
 const std::vector<std::string>& policy_names() {
-  static const std::vector<std::string> names = {"ddp", "diloco", "demo", "streaming_diloco", "co2", "fedavg", "async_diloco"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const PolicyEntry& e : policy_registry()) out.push_back(e.name);
+    return out;
+  }();
   return names;
 }
 
@@ -14,41 +26,21 @@ PolicySpec parse_policy(Section& s) {
   PolicySpec spec;
   spec.name = s.choice("name", policy_names());
   spec.label = s.identifier("label", spec.name);
-  if (spec.name == "ddp") spec.config = DdpConfig::parse(s);
-  if (spec.name == "diloco") spec.config = DiLoCoConfig::parse(s);
-  if (spec.name == "demo") spec.config = DemoConfig::parse(s);
-  if (spec.name == "streaming_diloco") spec.config = StreamingDiLoCoConfig::parse(s);
-  if (spec.name == "co2") spec.config = Co2Config::parse(s);
-  if (spec.name == "fedavg") spec.config = FedAvgConfig::parse(s);
-  if (spec.name == "async_diloco") spec.config = AsyncDiLoCoConfig::parse(s);
+  spec.config = spec.entry().parse(s);
   s.finish();
   return spec;
 }
 
 std::optional<std::pair<std::string, int64_t>> sync_period(const PolicySpec& spec) {
-  if (auto* c = std::get_if<DiLoCoConfig>(&spec.config)) return std::pair{std::string("inner_steps"), c->inner_steps};
-  // Every fragment is synced once per H steps; fragment 0 first at step H.
-  if (auto* c = std::get_if<StreamingDiLoCoConfig>(&spec.config)) return std::pair{std::string("inner_steps"), c->inner_steps};
-  if (auto* c = std::get_if<Co2Config>(&spec.config)) return std::pair{std::string("inner_steps"), c->inner_steps};
-  if (auto* c = std::get_if<FedAvgConfig>(&spec.config)) return std::pair{std::string("inner_steps"), c->inner_steps};
-  // The fastest worker's steps per push.
-  if (auto* c = std::get_if<AsyncDiLoCoConfig>(&spec.config)) return std::pair{std::string("inner_steps"), c->inner_steps};
-  return std::nullopt;  // ddp, demo: every step
+  const std::optional<SyncPeriod> period = spec.entry().sync_period(spec.config);
+  if (!period) return std::nullopt;
+  return std::pair{period->key, period->steps};
 }
 
-bool reads_clock(const PolicySpec& spec) {
-  if (auto* c = std::get_if<DiLoCoConfig>(&spec.config)) return c->round != DiLoCoRound::steps;
-  return std::holds_alternative<AsyncDiLoCoConfig>(spec.config);
-}
+bool reads_clock(const PolicySpec& spec) { return spec.entry().reads_clock(spec.config); }
 
 std::unique_ptr<Policy> make_policy(const PolicySpec& spec, PolicyContext ctx) {
-  if (auto* c = std::get_if<DdpConfig>(&spec.config)) return make_ddp(*c, std::move(ctx));
-  if (auto* c = std::get_if<DemoConfig>(&spec.config)) return make_demo(*c, std::move(ctx));
-  if (auto* c = std::get_if<StreamingDiLoCoConfig>(&spec.config)) return make_streaming_diloco(*c, std::move(ctx));
-  if (auto* c = std::get_if<Co2Config>(&spec.config)) return make_co2(*c, std::move(ctx));
-  if (auto* c = std::get_if<FedAvgConfig>(&spec.config)) return make_fedavg(*c, std::move(ctx));
-  if (auto* c = std::get_if<AsyncDiLoCoConfig>(&spec.config)) return make_async_diloco(*c, std::move(ctx));
-  return make_diloco(std::get<DiLoCoConfig>(spec.config), std::move(ctx));
+  return spec.entry().make(spec.config, std::move(ctx));
 }
 
 }  // namespace locosim

@@ -1,6 +1,12 @@
 // Policies on the in-process transport: identities that pin the update rules.
 #include "algorithms/policies.hpp"
 
+#include <fstream>
+#include <iterator>
+#include <set>
+
+#include "algorithms/ddp.hpp"
+#include "algorithms/diloco.hpp"
 #include "algorithms/policy_test_util.hpp"
 #include "tests/doctest_torch.hpp"
 
@@ -9,7 +15,7 @@ using namespace locosim::policy_test;
 
 TEST_CASE("policy entries parse with defaults and reject bad values") {
   PolicySpec d = spec_from("name: diloco\n");
-  auto& c = std::get<DiLoCoConfig>(d.config);
+  auto& c = std::any_cast<const DiLoCoConfig&>(d.config);
   CHECK(c.inner_steps == 500);
   CHECK(c.outer_lr == doctest::Approx(0.7));
   CHECK(c.outer_momentum == doctest::Approx(0.9));
@@ -22,7 +28,7 @@ TEST_CASE("policy entries parse with defaults and reject bad values") {
 
 TEST_CASE("ddp: buckets as PyTorch's reducer makes them, reverse order, first cap 1 MiB then 25 MiB") {
   constexpr double kMiB = 1024.0 * 1024.0;
-  const DdpConfig defaults = std::get<DdpConfig>(spec_from("name: ddp\n").config);
+  const DdpConfig defaults = std::any_cast<const DdpConfig&>(spec_from("name: ddp\n").config);
   CHECK(defaults.overlap);
   CHECK(defaults.bucket_mb == 25);
   CHECK(defaults.first_bucket_mb == 1);
@@ -76,4 +82,28 @@ TEST_CASE("each policy's loss falls on the test corpus") {
     Outcome o = train(spec_from(yaml), 2, 60, adamw);
     CHECK(o.eval_loss_end < o.eval_loss_start - 1.5);
   }
+}
+
+TEST_CASE("registry: every entry's example parses into its policy, names are unique, and the fuzzer's dictionary has them") {
+  std::ifstream in("fuzz/yaml.dict");
+  const std::string dict((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(!dict.empty());
+  std::set<std::string> names;
+  for (const PolicyEntry& e : policy_registry()) {
+    CAPTURE(e.name);
+    CHECK(names.insert(e.name).second);
+    CHECK(find_policy(e.name) == &e);
+    const PolicySpec spec = spec_from(e.example);
+    CHECK(spec.name == e.name);
+    CHECK(spec.config.has_value());
+    // The traits the docs print are stated.
+    for (const std::string* text : {&e.paper, &e.handover, &e.on_failed_collective, &e.bytes_per_round}) {
+      CHECK(!text->empty());
+    }
+    // The example communicates within 12 steps (what the cross-policy tests run it for).
+    if (const auto period = sync_period(spec)) CHECK(period->second <= 12);
+    CHECK(dict.find("\"" + e.name + "\"") != std::string::npos);
+  }
+  CHECK(policy_names().size() == policy_registry().size());
+  CHECK(find_policy("sparta") == nullptr);
 }

@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "algorithms/policy_registry.hpp"
 #include "config/section.hpp"
 
 namespace locosim {
@@ -173,6 +174,23 @@ class StreamingDiLoCo : public Policy {
 
 std::unique_ptr<Policy> make_streaming_diloco(const StreamingDiLoCoConfig& cfg, PolicyContext ctx) {
   return std::make_unique<StreamingDiLoCo>(cfg, std::move(ctx));
+}
+
+PolicyEntry streaming_diloco_policy() {
+  return policy_entry<StreamingDiLoCoConfig>({
+      .name = "streaming_diloco",
+      .paper = "arXiv 2501.18512",
+      // Every fragment is synced once per H steps; fragment 0 first at step H.
+      .sync_period = [](const StreamingDiLoCoConfig& c) -> std::optional<SyncPeriod> {
+        return SyncPeriod{"inner_steps", c.inner_steps};
+      },
+      .reads_clock = [](const StreamingDiLoCoConfig&) { return false; },
+      .make = make_streaming_diloco,
+      .handover = "none: a fragment's sync is always in flight, so a lost worker stays out",
+      .on_failed_collective = "the fragment's failed sync is skipped, not redone",
+      .bytes_per_round = "2(K−1)/K · (P/F) · b per fragment sync, every H/F steps",
+      .example = "{name: streaming_diloco, inner_steps: 4, fragments: 2, sync_delay: 1}",
+  });
 }
 
 }  // namespace locosim

@@ -37,4 +37,8 @@ std::vector<std::vector<size_t>> strided_fragments(const std::vector<torch::Tens
 
 std::unique_ptr<Policy> make_streaming_diloco(const StreamingDiLoCoConfig& cfg, PolicyContext ctx);
 
+// Its registry entry (algorithms/policy_registry.hpp).
+struct PolicyEntry;
+PolicyEntry streaming_diloco_policy();
+
 }  // namespace locosim

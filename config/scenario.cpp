@@ -35,6 +35,7 @@
 #include <limits>
 #include <set>
 
+#include "algorithms/async_diloco.hpp"
 #include "config/error.hpp"
 #include "config/section.hpp"
 
@@ -158,7 +159,7 @@ void check_sync_periods(std::vector<Section>& entries, const Scenario& s) {
 // defaults to the number of workers (known only here).
 void check_async_policies(std::vector<Section>& entries, const Scenario& s) {
   for (size_t i = 0; i < s.policies.size(); ++i) {
-    const auto* c = std::get_if<AsyncDiLoCoConfig>(&s.policies[i].config);
+    const auto* c = std::any_cast<AsyncDiLoCoConfig>(&s.policies[i].config);
     if (!c || c->outer != AsyncOuter::delayed_nesterov) continue;
     const int64_t n = c->delay > 0 ? c->delay : s.world_size();
     if (c->momentum_activation * static_cast<double>(n) <= 1) continue;

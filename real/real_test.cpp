@@ -18,6 +18,7 @@
 #include "report/summary.hpp"
 #include "tests/cli_util.hpp"
 #include "tests/doctest_torch.hpp"
+#include "tests/registered_policies.hpp"
 
 using namespace locosim;
 using namespace locosim::testing;
@@ -25,29 +26,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Settings that make each policy communicate within the test's 12 steps. A policy added to the
-// catalogue without an entry here fails the parity test until it gets one.
-const std::map<std::string, std::string> kParitySettings = {
-    {"ddp", "{name: ddp, wire: fp16}"},
-    {"diloco", "{name: diloco, inner_steps: 4, wire: fp16}"},
-    {"fedavg", "{name: fedavg, inner_steps: 4}"},
-    {"co2", "{name: co2, inner_steps: 3}"},
-    {"streaming_diloco", "{name: streaming_diloco, inner_steps: 4, fragments: 2, sync_delay: 1}"},
-    {"demo", "{name: demo, lr: 1.0e-3, topk: 8, chunk: 16}"},
-    // A grace period longer than the run: each window holds both ranks' pushes, applied in rank
-    // order, so the update order does not depend on which rank's push lands first.
-    {"async_diloco", "{name: async_diloco, inner_steps: 4, dylu: false, grace_s: 1000}"},
-};
-
+// Every registered policy, by its registry example (PolicyTraits::example: it communicates within
+// the test's 12 steps).
 std::string parity_scenario() {
   std::string yaml = small_scenario_yaml();
-  yaml = yaml.substr(0, yaml.find("policies:"));
-  yaml += "policies:\n";
-  for (const auto& name : policy_names()) {
-    auto it = kParitySettings.find(name);
-    if (it != kParitySettings.end()) yaml += "  - " + it->second + "\n";
-  }
-  return yaml;
+  return yaml.substr(0, yaml.find("policies:")) + registered_policies_block();
 }
 
 std::string column_header(const std::string& path) {
@@ -66,15 +49,11 @@ std::string without_times(const std::string& metrics_csv) {
 }  // namespace
 
 TEST_CASE("real: every policy gives the simulator's losses and final parameters with 2 ranks on CPU") {
-  for (const auto& name : policy_names()) {
-    CAPTURE(name);
-    CHECK_MESSAGE(kParitySettings.count(name), "add parity settings for policy " << name);
-  }
   const std::string dir = scratch_dir("parity");
   write_corpus(dir + "/corpus.txt", 20000);
   write_file(dir + "/s.yaml", parity_scenario());
   REQUIRE(run_locosim("run s.yaml -o sim", dir).exit_code == 0);
-  for (const auto& [name, settings] : kParitySettings) {
+  for (const std::string& name : registered_policy_names()) {
     CAPTURE(name);
     CliResult r = run_locosim("s.yaml --policy " + name + " --spawn 2 -o real --timeout 30", dir, "locosim-real");
     CAPTURE(r.err);

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "algorithms/ddp.hpp"
+#include "algorithms/diloco.hpp"
 #include "config/error.hpp"
 #include "sim/report.hpp"
 #include "sim/run.hpp"
@@ -33,7 +35,7 @@ ConfigError sweep_error(const std::string& name, const std::string& sweep) {
   throw std::logic_error("unreachable");
 }
 
-const DiLoCoConfig& diloco(const Scenario& s) { return std::get<DiLoCoConfig>(s.policies.at(1).config); }
+const DiLoCoConfig& diloco(const Scenario& s) { return std::any_cast<const DiLoCoConfig&>(s.policies.at(1).config); }
 
 std::string read_all(const fs::path& path) {
   std::ifstream in(path);
@@ -77,7 +79,7 @@ TEST_CASE("sweep: index selectors, bare policy names and missing mappings on the
       apply_sweep_values(path, {{"policies[0].wire", "fp16"}, {"platform.hosts[1].downlink.latency", "40 ms"},
                                 {"timing.tokens_per_step", "1024"}, {"runtime.threads", "2"}}),
       path);
-  CHECK(std::get<DdpConfig>(s.policies.at(0).config).wire == WireFormat::fp16);  // "- ddp" became {name: ddp, wire: fp16}
+  CHECK(std::any_cast<const DdpConfig&>(s.policies.at(0).config).wire == WireFormat::fp16);  // "- ddp" became {name: ddp, wire: fp16}
   // hosts[1] is the file's second entry, "uni": the third host once "home" (count 2) is expanded.
   CHECK(s.platform.hosts.at(2).downlink.latency_s == doctest::Approx(0.040));
   CHECK(s.platform.hosts.at(1).downlink.latency_s == doctest::Approx(0.010));

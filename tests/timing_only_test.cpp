@@ -4,24 +4,34 @@
 // table), and the real backend refuses it.
 #include <filesystem>
 #include <regex>
+#include <string>
+#include <vector>
 
 #include "tests/cli_util.hpp"
 #include "tests/doctest_torch.hpp"
+#include "tests/registered_policies.hpp"
 
 using namespace locosim::testing;
 namespace fs = std::filesystem;
 
 namespace {
 
-// Every policy of scenarios/tests/timing-small.yaml, by label.
-const char* kLabels[] = {"ddp", "diloco", "streaming_diloco", "fedavg", "demo", "co2", "diloco_timed", "async_diloco"};
+// timing-small's platform and training with every registered policy (its registry example) and DiLoCo
+// with timed rounds, by label.
+const std::string kTimed = "  - {name: diloco, label: diloco_timed, inner_steps: 4, round: fastest}\n";
+std::vector<std::string> labels() {
+  std::vector<std::string> out = registered_policy_names();
+  out.push_back("diloco_timed");
+  return out;
+}
 
 // Runs the scenario twice in one scratch folder, full and timing-only (same name: the two runs' folders
 // sit under runs/full and runs/none). Returns the folder.
-std::string run_both(const std::string& name, const std::string& scenario_file) {
+std::string run_both(const std::string& name, const std::string& scenario_file, const std::string& policies = "") {
   const std::string dir = scratch_dir(name);
   write_corpus(dir + "/corpus.txt", 60000);
-  const std::string scenario = portable_scenario(read_file(scenario_file));
+  std::string scenario = portable_scenario(read_file(scenario_file));
+  if (!policies.empty()) scenario = with_policies(scenario, policies);
   write_file(dir + "/full.yaml", scenario);
   write_file(dir + "/none.yaml", replaced(scenario, "\nseed:", "\nnumerics: none\nseed:"));
   for (const char* mode : {"full", "none"}) {
@@ -80,8 +90,8 @@ void check_equal_timing(const std::string& full, const std::string& none) {
 }  // namespace
 
 TEST_CASE("timing only: every policy's events, links, times, bytes and utilization equal the full run's") {
-  const std::string dir = run_both("timing-only", "scenarios/tests/timing-small.yaml");
-  for (const std::string label : kLabels) {
+  const std::string dir = run_both("timing-only", "scenarios/tests/timing-small.yaml", registered_policies_block() + kTimed);
+  for (const std::string& label : labels()) {
     CAPTURE(label);
     check_equal_timing(run_folder(dir, "full", "timing-small", label), run_folder(dir, "none", "timing-small", label));
   }

@@ -1,0 +1,34 @@
+// The list of registered policies: one line per policy (its entry is in its own file).
+#include "algorithms/policy_registry.hpp"
+
+#include "algorithms/async_diloco.hpp"
+#include "algorithms/co2.hpp"
+#include "algorithms/ddp.hpp"
+#include "algorithms/demo.hpp"
+#include "algorithms/diloco.hpp"
+#include "algorithms/fedavg.hpp"
+#include "algorithms/streaming_diloco.hpp"
+
+namespace locosim {
+
+const std::vector<PolicyEntry>& policy_registry() {
+  static const std::vector<PolicyEntry> entries = {
+      ddp_policy(),
+      diloco_policy(),
+      demo_policy(),
+      streaming_diloco_policy(),
+      co2_policy(),
+      fedavg_policy(),
+      async_diloco_policy(),
+  };
+  return entries;
+}
+
+const PolicyEntry* find_policy(const std::string& name) {
+  for (const PolicyEntry& e : policy_registry()) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+}  // namespace locosim

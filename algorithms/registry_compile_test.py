@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""A policy registered without one of its traits does not compile: registry_entry_compiles.cpp is
+compiled with the flags the build uses for algorithms/policies.cpp (compile_commands.json), once whole
+(it must compile: the check is not failing for another reason) and once without `reads_clock` (it must
+fail, naming the missing Required trait).
+
+  registry_compile_test.py BUILD_DIR
+"""
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+build = Path(sys.argv[1])
+source = Path(__file__).resolve().parent / "registry_entry_compiles.cpp"
+entry = next(e for e in json.loads((build / "compile_commands.json").read_text())
+             if e["file"].endswith("algorithms/policies.cpp"))
+args = shlex.split(entry["command"])
+# The same flags, this file, syntax only: drop "-o <object>" and "-c <source>".
+flags = []
+skip = False
+for a in args[1:]:
+    if skip:
+        skip = False
+        continue
+    if a in ("-o", "-c"):
+        skip = True
+        continue
+    flags.append(a)
+
+
+def compile_(*extra):
+    return subprocess.run([args[0], *flags, *extra, "-fsyntax-only", str(source)], cwd=entry["directory"],
+                          text=True, capture_output=True)
+
+
+whole = compile_()
+if whole.returncode != 0:
+    sys.exit(f"registry_compile_test: the complete entry does not compile:\n{whole.stderr[-3000:]}")
+missing = compile_("-DOMIT_TRAIT")
+if missing.returncode == 0:
+    sys.exit("registry_compile_test: an entry without reads_clock compiled")
+if "Required" not in missing.stderr or "deleted" not in missing.stderr:
+    sys.exit(f"registry_compile_test: failed, but not on the missing trait:\n{missing.stderr[-3000:]}")
+first = next(l for l in missing.stderr.splitlines() if "error" in l)
+print(f"registry_compile_test: ok; without reads_clock the compiler says:\n{first}")
