@@ -192,7 +192,7 @@ void write_run_folder(const Scenario& scenario, const PolicySpec& policy, const 
   }
   const LinkReport links = links_from_events(merged, hosts, up_bps, down_bps, scenario.link_bucket_s, end_s);
   write_links_csv(links, (temp / "links.csv").string());
-  write_trace_json(merged, names, &links, (temp / "trace.json").string());
+  write_trace_json(merged, names, &links, (temp / "trace.json").string(), trace_detail(scenario.trace));
   std::vector<std::string> accelerators;  // by rank
   for (const HostSpec& host : scenario.platform.hosts) accelerators.push_back(host.accelerator);
   RunSummary summary = summarize(merged, accelerators, scenario.train.target_loss);

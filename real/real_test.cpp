@@ -69,20 +69,27 @@ TEST_CASE("real: every policy gives the simulator's losses and final parameters 
   fs::remove_all(dir);
 }
 
-TEST_CASE("real: the launcher's run folder has the simulator's files and columns") {
+TEST_CASE("real: the launcher's run folder has the simulator's files and columns, and honours report.trace") {
   const std::string dir = scratch_dir("format");
   write_corpus(dir + "/corpus.txt", 20000);
-  write_file(dir + "/s.yaml", small_scenario_yaml());
-  REQUIRE(run_locosim("run s.yaml -o sim -p ddp", dir).exit_code == 0);
-  REQUIRE(run_locosim("s.yaml -p ddp --spawn 2 -o real", dir, "locosim-real").exit_code == 0);
-  std::vector<std::string> sim_files, real_files;
-  for (const auto& e : fs::directory_iterator(dir + "/sim/small/ddp")) sim_files.push_back(e.path().filename());
-  for (const auto& e : fs::directory_iterator(dir + "/real/small/ddp")) real_files.push_back(e.path().filename());
-  std::sort(sim_files.begin(), sim_files.end());
-  std::sort(real_files.begin(), real_files.end());
-  CHECK(sim_files == real_files);
-  for (const char* csv : {"metrics.csv", "events.csv"}) {
-    CHECK(column_header(dir + "/sim/small/ddp/" + csv) == column_header(dir + "/real/small/ddp/" + csv));
+  const auto files_of = [](const std::string& folder) {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(folder)) out.push_back(e.path().filename());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  for (const std::string trace : {"messages", "none"}) {
+    CAPTURE(trace);
+    const std::string out = "trace-" + trace;
+    write_file(dir + "/s.yaml", "report: {trace: " + trace + "}\n" + small_scenario_yaml());
+    REQUIRE(run_locosim("run s.yaml -o " + out + "/sim -p ddp", dir).exit_code == 0);
+    REQUIRE(run_locosim("s.yaml -p ddp --spawn 2 -o " + out + "/real", dir, "locosim-real").exit_code == 0);
+    const std::string sim = dir + "/" + out + "/sim/small/ddp", real = dir + "/" + out + "/real/small/ddp";
+    CHECK(files_of(sim) == files_of(real));
+    CHECK(fs::exists(real + "/trace.json") == (trace != "none"));
+    for (const char* csv : {"metrics.csv", "events.csv"}) {
+      CHECK(column_header(sim + "/" + csv) == column_header(real + "/" + csv));
+    }
   }
   fs::remove_all(dir);
 }

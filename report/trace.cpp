@@ -168,4 +168,10 @@ void write_trace_json(const Recorder& recorder, const std::vector<std::string>& 
   file.close();
 }
 
+TraceDetail trace_detail(const std::string& report_trace) {
+  if (report_trace == "none") return TraceDetail::none;
+  if (report_trace == "collectives") return TraceDetail::collectives;
+  return TraceDetail::messages;
+}
+
 }  // namespace locosim

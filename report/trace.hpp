@@ -18,6 +18,8 @@ namespace locosim {
 // and receives per worker); collectives, no send or receive spans (compute, waits, joins and the link
 // counters remain); none, no trace.json at all. The file is streamed, never held whole in memory.
 enum class TraceDetail { messages, collectives, none };
+// The scenario's report.trace ("messages", "collectives", "none"), as both backends write it.
+TraceDetail trace_detail(const std::string& report_trace);
 void write_trace_json(const Recorder& recorder, const std::vector<std::string>& names, const LinkReport* links,
                       const std::string& path, TraceDetail detail = TraceDetail::messages);
 

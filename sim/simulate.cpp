@@ -255,10 +255,7 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   for (int rank = 0; rank < world_size; ++rank) {
     names.push_back("worker " + std::to_string(rank) + " (" + scenario.platform.hosts[rank].name + ")");
   }
-  const TraceDetail detail = scenario.trace == "none"          ? TraceDetail::none
-                             : scenario.trace == "collectives" ? TraceDetail::collectives
-                                                               : TraceDetail::messages;
-  write_trace_json(recorder, names, &links, dir + "/trace.json", detail);
+  write_trace_json(recorder, names, &links, dir + "/trace.json", trace_detail(scenario.trace));
   write_summary_json(summary, dir + "/summary.json");
 }
 
