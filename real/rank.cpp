@@ -30,6 +30,7 @@
 #include "report/resume.hpp"
 #include "report/run_folder.hpp"
 #include "report/summary.hpp"
+#include "report/run_files.hpp"
 #include "report/trace.hpp"
 
 namespace locosim {
@@ -157,10 +158,7 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const RankEnv& env) {
 
 // What became of the group: the ranks lost and the work the run kept and threw away.
 struct Outcome {
-  int workers_lost = 0;
-  int workers_joined = 0;
-  int64_t useful_tokens = 0;
-  double compute_wasted_s = 0;
+  RunTally tally;
   std::vector<ServerUpdate> updates;  // the parameter server's (asynchronous policies), in order
 };
 
@@ -171,13 +169,7 @@ void write_run_folder(const Scenario& scenario, const PolicySpec& policy, const 
   remove_stale_temporaries(root);
   StagedFolder staged(child_path(root, policy.label));
   const fs::path temp = staged.path();
-  write_text_file((temp / "resolved.yaml").string(),
-                  "# locosim-real run of policy '" + policy.label + "'\n" + scenario.resolved_yaml);
-  write_text_file((temp / kScenarioHashFile).string(), run_hash(scenario, policy) + "\n");
-  write_metrics_csv(merged, (temp / "metrics.csv").string());
-  write_exact_losses_csv(merged, (temp / kExactLossesFile).string());
-  write_events_csv(merged, (temp / "events.csv").string());
-  if (!outcome.updates.empty()) write_updates_csv(outcome.updates, (temp / "updates.csv").string());
+  write_run_identity(temp.string(), scenario, policy, "locosim-real", run_hash(scenario, policy));
   // The real backend sees no links: each worker's traffic is charged to its own access links.
   std::vector<std::string> hosts, names;
   std::vector<double> up_bps, down_bps;
@@ -191,21 +183,11 @@ void write_run_folder(const Scenario& scenario, const PolicySpec& policy, const 
     down_bps.push_back(host.downlink.bandwidth_bps);
   }
   const LinkReport links = links_from_events(merged, hosts, up_bps, down_bps, scenario.link_bucket_s, end_s);
-  write_links_csv(links, (temp / "links.csv").string());
-  write_trace_json(merged, names, &links, (temp / "trace.json").string(), trace_detail(scenario.trace));
-  std::vector<std::string> accelerators;  // by rank
-  for (const HostSpec& host : scenario.platform.hosts) accelerators.push_back(host.accelerator);
-  RunSummary summary = summarize(merged, accelerators, scenario.train.target_loss);
-  summary.workers_lost = outcome.workers_lost;
-  summary.workers_joined = outcome.workers_joined;
-  summary.useful_tokens = outcome.useful_tokens;
-  summary.compute_wasted_s = outcome.compute_wasted_s;
-  set_goodput(summary);
-  set_staleness(summary, outcome.updates);
-  summary.label = policy.label;
-  summary.policy = policy.name;
+  // A parameter server's updates (asynchronous policies): the real backend knows it had one by its updates.
+  const std::vector<ServerUpdate>* updates = outcome.updates.empty() ? nullptr : &outcome.updates;
+  RunSummary summary = summarize_run(scenario, policy, merged, outcome.tally, updates);
   summary.params_fingerprint = fingerprint;
-  write_summary_json(summary, (temp / "summary.json").string());
+  write_run_results(temp.string(), scenario, merged, links, names, updates, summary);
   staged.commit();
 }
 
@@ -380,13 +362,13 @@ void run_rank(const Scenario& scenario, const PolicySpec& policy, const RankEnv&
   }
   Outcome outcome;
   outcome.updates = std::move(updates);
-  outcome.workers_lost = static_cast<int>(lost.size());
-  outcome.workers_joined = static_cast<int>(transport.joined().size());
+  outcome.tally.workers_lost = static_cast<int>(lost.size());
+  outcome.tally.workers_joined = static_cast<int>(transport.joined().size());
   for (const auto& lives : tallies) {
     for (const auto& tally : lives) {
       if (!tally) continue;
-      outcome.useful_tokens += tally->tokens_committed;
-      outcome.compute_wasted_s += tally->compute_wasted_s;
+      outcome.tally.useful_tokens += tally->tokens_committed;
+      outcome.tally.compute_wasted_s += tally->compute_wasted_s;
     }
   }
   double end_s = transport.now_s();
@@ -399,7 +381,7 @@ void run_rank(const Scenario& scenario, const PolicySpec& policy, const RankEnv&
     const size_t life = losses_of[loss.rank]++;
     if (life < tallies[loss.rank].size() && tallies[loss.rank][life]) {
       const WorkTally& tally = *tallies[loss.rank][life];
-      outcome.compute_wasted_s += tally.compute_pending_s;
+      outcome.tally.compute_wasted_s += tally.compute_pending_s;
       merged.event({loss.rank, EventKind::discard, std::min(tally.pending_since_s, loss.noticed_s), loss.noticed_s, 0, -1});
     }
     bool came_back = false;

@@ -34,6 +34,7 @@
 #include "report/tuning.hpp"
 #include "sim/progress.hpp"
 #include "report/resume.hpp"
+#include "report/run_files.hpp"
 #include "sim/simulate.hpp"
 #include "sim/world.hpp"
 
@@ -52,9 +53,7 @@ namespace {
   const Clock::time_point started = Clock::now();
   try {
     const Scenario& scenario = task.point->scenario;
-    write_text_file(dir + "/resolved.yaml",
-                    "# locosim run of policy '" + task.policy->label + "'\n" + scenario.resolved_yaml);
-    write_text_file(dir + "/" + kScenarioHashFile, task.hash + "\n");
+    write_run_identity(dir, scenario, *task.policy, "locosim", task.hash);
     const int64_t steps = scenario.train.steps;
     Clock::time_point last = Clock::now() - std::chrono::seconds(1);
     std::optional<ReusedNumerics> reused;

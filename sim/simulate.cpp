@@ -10,8 +10,8 @@
 
 #include "config/device.hpp"
 #include "report/recorder_csv.hpp"
+#include "report/run_files.hpp"
 #include "report/summary.hpp"
-#include "report/trace.hpp"
 #include "sim/links.hpp"
 #include "sim/membership.hpp"
 #include "sim/platform.hpp"
@@ -210,14 +210,18 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
 
   if (reused) put_losses(*reused, recorder.mutable_metrics());
 
-  std::vector<std::string> accelerators;  // by rank
-  for (const HostSpec& host : scenario.platform.hosts) accelerators.push_back(host.accelerator);
-  RunSummary summary = summarize(recorder, accelerators, scenario.train.target_loss);
-  summary.label = policy.label;
-  summary.policy = policy.name;
+  RunTally tally;
+  tally.workers_lost = membership.lost();
+  tally.workers_joined = membership.joined();
+  for (const SimWorker& w : workers) {
+    const WorkTally& t = w.loop->tally();
+    tally.compute_wasted_s += t.compute_wasted_s;
+    tally.useful_tokens += t.tokens_committed;
+  }
+  const std::vector<ServerUpdate>* updates = world.server ? &world.server->updates() : nullptr;
+  RunSummary summary = summarize_run(scenario, policy, recorder, tally, updates);
   int fingerprinted = 0;  // the first worker that finished
   while (!workers[fingerprinted].loop->finished()) ++fingerprinted;
-  summary.timing_only = scenario.timing_only;
   if (reused) {
     summary.params_fingerprint = reused->params_fingerprint;
     summary.final_validation_loss = reused->final_validation_loss;
@@ -232,31 +236,16 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
       summary.final_validation_loss = loss;
     }
   }
-  summary.workers_lost = membership.lost();
-  summary.workers_joined = membership.joined();
-  for (const SimWorker& w : workers) {
-    const WorkTally& t = w.loop->tally();
-    summary.compute_wasted_s += t.compute_wasted_s;
-    summary.useful_tokens += t.tokens_committed;
-  }
-  set_goodput(summary);
-  if (world.server) set_staleness(summary, world.server->updates());
   const LinkReport links = link_meter.report(scenario.link_bucket_s, end_s);
   for (const LinkTraffic& l : links.links) {  // a worker's own link cut: on that worker's record
     if (l.worker < 0) continue;
     for (const auto& [start_s, stop_s] : l.off) recorder.event({l.worker, EventKind::link_off, start_s, stop_s, 0, -1});
   }
-  write_metrics_csv(recorder, dir + "/metrics.csv");
-  if (!scenario.timing_only) write_exact_losses_csv(recorder, dir + "/" + kExactLossesFile);
-  write_events_csv(recorder, dir + "/events.csv");
-  if (world.server) write_updates_csv(world.server->updates(), dir + "/updates.csv");
-  write_links_csv(links, dir + "/links.csv");
   std::vector<std::string> names;
   for (int rank = 0; rank < world_size; ++rank) {
     names.push_back("worker " + std::to_string(rank) + " (" + scenario.platform.hosts[rank].name + ")");
   }
-  write_trace_json(recorder, names, &links, dir + "/trace.json", trace_detail(scenario.trace));
-  write_summary_json(summary, dir + "/summary.json");
+  write_run_results(dir, scenario, recorder, links, names, updates, summary);
 }
 
 }  // namespace locosim
