@@ -37,13 +37,17 @@ using namespace locosim;
 namespace {
 
 
+// "1 worker", "3 workers".
+std::string counted(size_t n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); }
+
 int check(const std::vector<std::string>& files) {
   int code = 0;
   for (const auto& file : files) {
     try {
       Sweep sweep = load_sweep(file);
       const Scenario& s = sweep.points.front().scenario;
-      std::printf("ok: %s (%d workers, %zu policies", file.c_str(), s.world_size(), s.policies.size());
+      std::printf("ok: %s (%s, %s", file.c_str(), counted(s.world_size(), "worker", "workers").c_str(),
+                  counted(s.policies.size(), "policy", "policies").c_str());
       const size_t seeds = sweep.seeded ? sweep.seeds.size() : 1;
       if (sweep.keys.size() > (sweep.seeded ? 1u : 0u)) std::printf(", %zu sweep points", sweep.points.size() / seeds);
       if (sweep.seeded) std::printf(", %zu seeds", seeds);
@@ -159,8 +163,10 @@ int run(const std::string& file, const RunOptions& options, const std::optional<
   const std::vector<PlannedRun> plan = plan_runs(sweep, options);
   const Scenario& first = sweep.points.front().scenario;
   check_fits(plan, options, options.recompute);
-  std::printf("%s: %d workers, %zu policies, %lld steps each", first.name.c_str(), first.world_size(),
-              first.policies.size(), static_cast<long long>(first.train.steps));
+  // The policies this command runs (-p selects some).
+  const size_t policies = selected_policies(first, options.only_labels).size();
+  std::printf("%s: %s, %s, %lld steps each", first.name.c_str(), counted(first.world_size(), "worker", "workers").c_str(),
+              counted(policies, "policy", "policies").c_str(), static_cast<long long>(first.train.steps));
   if (sweep.seeded) {
     std::printf(", %zu seeds", sweep.seeds.size());
     if (sweep.keys.size() > 1) std::printf(", %zu sweep points", sweep.points.size() / sweep.seeds.size());

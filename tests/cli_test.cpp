@@ -272,6 +272,7 @@ TEST_CASE("cli: a run writes a complete folder per policy and the same scenario 
                                   "  - {name: async_diloco, inner_steps: 4}\n");
   CliResult first = run_locosim("run s.yaml -o a", dir);
   REQUIRE_MESSAGE(first.exit_code == 0, first.err);
+  CHECK(first.out.rfind("small: 2 workers, 4 policies, 12 steps each", 0) == 0);
   CHECK(first.out.find("diloco") != std::string::npos);
   CHECK(first.out.find("wall-clock") != std::string::npos);
   for (const char* policy : {"ddp", "diloco"}) {
@@ -291,6 +292,9 @@ TEST_CASE("cli: a run writes a complete folder per policy and the same scenario 
   CHECK(fs::exists(dir + "/a/small/async_diloco/updates.csv"));
   CliResult second = run_locosim("run s.yaml -o b -j 1", dir);
   REQUIRE(second.exit_code == 0);
+  // The header counts what the command runs, in words for one.
+  CliResult one = run_locosim("run s.yaml -o a -p ddp", dir);
+  CHECK(one.out.rfind("small: 2 workers, 1 policy, 12 steps each", 0) == 0);
   for (const char* policy : {"ddp", "diloco", "timed", "async_diloco"}) {
     for (const char* file : {"metrics.csv", "exact_losses.csv", "events.csv", "summary.json", "resolved.yaml"}) {
       CAPTURE(file);
