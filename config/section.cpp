@@ -26,6 +26,7 @@ struct Section::Impl {
   YAML::Mark mark;              // where the section starts (for errors about missing keys)
   YAML::Node resolved;          // this section's part of the resolved tree
   std::set<std::string> asked;  // every key a getter asked for, present or not
+  std::set<std::string> mentioned;  // keys has() asked about: known here (in messages), not read
 };
 
 namespace {
@@ -52,6 +53,17 @@ size_t distance(const std::string& a, const std::string& b) {
     }
   }
   return row[b.size()];
+}
+
+// The candidate closest to `word`, if it is a near miss (fewer than 3 edits): "" otherwise.
+std::string nearest(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string closest;
+  size_t best = 3;
+  for (const auto& c : candidates) {
+    const size_t d = distance(word, c);
+    if (d < best) best = d, closest = c;
+  }
+  return closest;
 }
 
 std::string describe_node(const YAML::Node& n) {
@@ -255,6 +267,7 @@ std::string Section::key_path(const std::string& key) const {
   return impl_->path.empty() ? key : impl_->path + "." + key;
 }
 bool Section::has(const std::string& key) const {
+  impl_->mentioned.insert(key);  // an optional key the parser reads only when present is still known here
   if (!impl_->node.IsMap()) return false;
   for (auto it = impl_->node.begin(); it != impl_->node.end(); ++it) {
     if (it->first.Scalar() == key) return true;
@@ -441,7 +454,9 @@ std::string Section::choice(const std::string& key, const std::vector<std::strin
   if ((!n.IsDefined() || n.IsNull()) && !fallback) fail(key, "is required (one of: " + list + ")");
   std::string value = text(key, fallback);
   if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
-    fail(key, "must be one of: " + list + "; got '" + value + "'");
+    const std::string closest = nearest(value, allowed);
+    fail(key, "must be one of: " + list + "; got '" + value + "'" +
+                  (closest.empty() ? "" : "; did you mean '" + closest + "'?"));
   }
   return value;
 }
@@ -600,13 +615,11 @@ void Section::finish() const {
   for (auto it = impl_->node.begin(); it != impl_->node.end(); ++it) {
     const std::string key = it->first.Scalar();
     if (impl_->asked.count(key)) continue;
-    std::string known, closest;
-    size_t best = 3;  // suggest only near misses
-    for (const auto& k : impl_->asked) {
-      known += (known.empty() ? "" : ", ") + k;
-      size_t d = distance(key, k);
-      if (d < best) best = d, closest = k;
-    }
+    std::set<std::string> keys = impl_->asked;
+    keys.insert(impl_->mentioned.begin(), impl_->mentioned.end());
+    std::string known;
+    for (const auto& k : keys) known += (known.empty() ? "" : ", ") + k;
+    const std::string closest = nearest(key, {keys.begin(), keys.end()});
     std::string hint = closest.empty() ? "" : "; did you mean '" + closest + "'?";
     fail_at(*impl_, it->first.Mark(), key, "unknown key (known here: " + known + ")" + hint);
   }

@@ -50,6 +50,21 @@ TEST_CASE("section rejects unknown keys with a near-miss hint") {
   CHECK(std::string(e.what()).find("did you mean 'steps'") != std::string::npos);
 }
 
+TEST_CASE("section: an optional key read only when present is still known, and a misspelt choice gets a hint") {
+  // target_loss is read only if has() finds it: it is listed, and suggested, all the same.
+  Section s = Section::load_string("steps: 3\ntarget_los: 2.5\n", "s.yaml");
+  s.integer("steps", 1);
+  CHECK_FALSE(s.has("target_loss"));
+  const std::string message = error_of([&] { s.finish(); }).what();
+  CHECK(message.find("known here: steps, target_loss)") != std::string::npos);
+  CHECK(message.find("did you mean 'target_loss'?") != std::string::npos);
+  Section c = Section::load_string("name: dilocoo\n", "c.yaml");
+  const std::string choice = error_of([&] { c.choice("name", {"ddp", "diloco", "demo"}); }).what();
+  CHECK(choice.find("got 'dilocoo'; did you mean 'diloco'?") != std::string::npos);
+  Section far = Section::load_string("name: sparta\n", "f.yaml");
+  CHECK(std::string(error_of([&] { far.choice("name", {"ddp", "diloco"}); }).what()).find("did you mean") == std::string::npos);
+}
+
 TEST_CASE("section rejects duplicate keys, bad YAML and non-mapping files") {
   CHECK(std::string(error_of([] { Section::load_string("a: 1\na: 2\n", "d.yaml"); }).what()).find("duplicate key") !=
         std::string::npos);

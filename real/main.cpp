@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   pin_cpu_kernels(argv);  // first: the same numbers on every x86-64 machine (and as the simulator)
   ignore_file_size_signal();  // a write past `ulimit -f` fails naming its file, not a silent SIGXFSZ
   CLI::App app{"locosim-real: one policy of a scenario on a real cluster (torch c10d: Gloo)"};
+  app.set_version_flag("--version", "locosim-real " LOCOSIM_VERSION);
   std::string file, label, reduce = "exact";
   RealOptions options;
   int spawn = 0;

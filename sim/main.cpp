@@ -257,6 +257,7 @@ int main(int argc, char** argv) {
   pin_cpu_kernels(argv);  // first: the same numbers on every x86-64 machine
   ignore_file_size_signal();
   CLI::App app{"locosim: which low-communication training method finishes first, at what loss, on your links"};
+  app.set_version_flag("--version", "locosim " LOCOSIM_VERSION);
   app.require_subcommand(1);
   app.failure_message([](const CLI::App* cli, const CLI::Error& e) {  // "error: " as every bad input
     return "error: " + CLI::FailureMessage::simple(cli, e);

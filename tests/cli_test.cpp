@@ -341,6 +341,12 @@ TEST_CASE("cli: check accepts every scenario under scenarios/") {
 
 TEST_CASE("cli: usage errors exit 2") {
   const std::string dir = scratch_dir("usage");
+  const CliResult version = run_locosim("--version", dir);
+  CHECK(version.exit_code == 0);
+  CHECK(version.out.rfind("locosim 0.", 0) == 0);
+  const CliResult real_version = run_locosim("--version", dir, "locosim-real");
+  CHECK(real_version.exit_code == 0);
+  CHECK(real_version.out.rfind("locosim-real 0.", 0) == 0);
   CHECK(run_locosim("frobnicate", dir).exit_code == 2);
   CHECK(run_locosim("run", dir).exit_code == 2);
   CliResult r = run_locosim("run nothing.yaml", dir);
