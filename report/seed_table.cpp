@@ -7,6 +7,8 @@
 #include <cmath>
 #include <limits>
 
+#include "report/csv_field.hpp"
+
 namespace locosim {
 
 namespace {
@@ -39,8 +41,6 @@ std::string seed_list(const std::vector<uint64_t>& seeds) {
   }
   return out;
 }
-
-std::string csv_number(double v) { return std::isnan(v) ? std::string() : fmt::format("{:.9g}", v); }
 
 // Under the table, the one-seed table's blocks (utilization per accelerator type, what a changing
 // world cost) as means over each policy's seeds.

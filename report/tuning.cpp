@@ -87,10 +87,9 @@ std::string tuned_csv_header() {
 }
 
 std::string tuned_csv_row(const TuneChoice& c) {
-  const auto number = [](double v) { return std::isnan(v) ? std::string() : fmt::format("{:.9g}", v); };
   return fmt::format("{},{},{},{},{},{},{}", csv_field(c.entry), csv_field(c.chosen), csv_field(c.setting), c.points,
-                     c.validation.n > 0 ? number(c.validation.mean) : std::string(),
-                     c.validation.n > 0 ? number(c.validation.half_width) : std::string(), c.validation.n);
+                     c.validation.n > 0 ? csv_number(c.validation.mean) : std::string(),
+                     c.validation.n > 0 ? csv_number(c.validation.half_width) : std::string(), c.validation.n);
 }
 
 std::string tuned_comparison(const Scenario& scenario, const std::vector<uint64_t>& seeds,

@@ -4,7 +4,6 @@
 #pragma once
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 
 namespace locosim::testing {
@@ -12,11 +11,6 @@ namespace locosim::testing {
 inline void write_text(const std::string& path, const std::string& text) {
   std::ofstream out(path);
   out << text;
-}
-
-inline std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 // A fresh folder under the system temp folder holding corpus.txt and platform.yaml.

@@ -9,6 +9,7 @@
 #include "report/tuning.hpp"
 #include "sim/run.hpp"
 #include "sim/sweep.hpp"
+#include "tests/cli_util.hpp"
 #include "tests/doctest_torch.hpp"
 #include "tests/tiny_run.hpp"
 
@@ -114,7 +115,7 @@ TEST_CASE("tune: runs score their final models on the validation split, and the 
   CHECK(text.find("\ndiloco  " + best + "  ") != std::string::npos);
   CHECK(text.find("ddp     defaults") != std::string::npos);
   // tuned.csv records the same choice, beside seeds.csv, for notebooks and scripts.
-  const std::string csv = testing::read_text((fs::path(options.output_root) / "tiny" / "tuned.csv").string());
+  const std::string csv = testing::read_file((fs::path(options.output_root) / "tiny" / "tuned.csv").string());
   CAPTURE(csv);
   CHECK(csv.rfind("entry,chosen,setting,points,validation_loss_mean,validation_loss_ci95,validation_seeds\n", 0) == 0);
   CHECK(csv.find("\nddp,ddp,defaults,1,") != std::string::npos);
@@ -122,7 +123,7 @@ TEST_CASE("tune: runs score their final models on the validation split, and the 
   CHECK(csv.find("\ndiloco," + chosen + "," + best + ",2,") != std::string::npos);
   CHECK(csv.find(",2\n") != std::string::npos);  // two seeds behind each mean
   // The summaries carry the validation loss; a run without a validation split has none.
-  const std::string json = testing::read_text((fs::path(options.output_root) / "tiny" / "seed=1" / "ddp" / "summary.json").string());
+  const std::string json = testing::read_file((fs::path(options.output_root) / "tiny" / "seed=1" / "ddp" / "summary.json").string());
   CHECK(json.find("\"final_validation_loss\":") != std::string::npos);
   fs::remove_all(fs::path(path).parent_path());
 }
