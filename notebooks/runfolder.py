@@ -2,13 +2,17 @@
 
 Only reads run folders: every number a notebook plots comes from files the simulator wrote
 (metrics.csv, events.csv, links.csv, summary.json, summary.csv, seeds.csv). Parameters come from the environment:
-  LOCOSIM_RUN      the run folder, runs/<scenario> (default: the newest folder under runs/)
-  LOCOSIM_POLICY   the policy to show where a notebook shows one (default: the run's first)
+  LOCOSIM_RUN      the run folder, runs/<scenario> (default: the newest folder under runs/, said on stderr;
+                   a run written elsewhere with `locosim run -o DIR` needs LOCOSIM_RUN=DIR/<scenario>)
+  LOCOSIM_POLICY   the policy to show where a notebook shows one (bandwidth.ipynb, timeline.ipynb; default:
+                   the run's first)
   LOCOSIM_FIGURES  where PNGs are saved (default: <run>/figures)
+The figures themselves are figures.py's, shared with `locosim plot` and `locosim report --html`.
 """
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -26,8 +30,12 @@ def run_folder(need_grid=False):
     if need_grid:  # a run at several seeds is a grid too (a point per seed): a sweep only with other keys
         candidates = [p for p in candidates if not is_seeded(p) or sweep_keys(p)]
     if not candidates:
-        raise FileNotFoundError("no run folder under runs/: run `build/locosim run <scenario>` or set LOCOSIM_RUN")
-    return max(candidates, key=lambda p: (p / "summary.csv").stat().st_mtime)
+        what = "sweep (a scenario with a sweep: block)" if need_grid else "run folder"
+        raise FileNotFoundError(f"no {what} under runs/: run `build/locosim run <scenario>` or set LOCOSIM_RUN")
+    newest = max(candidates, key=lambda p: (p / "summary.csv").stat().st_mtime)
+    print(f"LOCOSIM_RUN is not set: the newest run under {REPO / 'runs'} is {newest} (a run written elsewhere "
+          "with -o: set LOCOSIM_RUN to its folder)", file=sys.stderr)
+    return newest
 
 
 def is_grid(run):

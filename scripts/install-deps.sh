@@ -11,6 +11,7 @@ packages=(
   bible-kjv
   clang libclang-rt-dev
   python3-pandas python3-matplotlib jupyter-nbconvert python3-ipykernel
+  python3-pil chromium  # `locosim plot` checks its PNGs; the HTML page is tested in headless Chromium
   slurmctld slurmd slurm-client munge  # the private test cluster of scripts/slurm-cluster.sh
 )
 

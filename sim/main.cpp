@@ -2,6 +2,8 @@
 //   locosim run scenarios/quickstart.yaml      run every policy (at every sweep point), print the comparison
 //   locosim check scenarios/*.yaml             validate only (every sweep point too)
 //   locosim report runs/quickstart             print a finished run's table(s)
+//   locosim report runs/quickstart --html      the table and figures as one page, runs/quickstart/report.html
+//   locosim plot runs/quickstart               the figures, into runs/quickstart/figures
 //   locosim run s.yaml --shard 2/8             run one part of a sweep (another machine runs another)
 //   locosim merge s.yaml                       assemble the summaries from the finished runs
 //   locosim submit s.yaml                      run a sweep as a SLURM job array, then merge
@@ -9,9 +11,12 @@
 // Exit codes: 0 done, 1 a run failed, 2 bad input (the message names file:line:column and key),
 // 128 + N stopped by signal N (children stopped, unfinished folders removed).
 #include <CLI/CLI.hpp>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -61,6 +66,30 @@ int check(const std::vector<std::string>& files) {
     }
   }
   return code;
+}
+
+// `locosim plot` and `locosim report --html`: this process becomes the system Python on the source tree's
+// scripts/plot_run.py (its figures are notebooks/figures.py's, which the notebooks draw too). The script
+// says when RUN is no run folder (exit 2) or matplotlib is missing (exit 1).
+int run_plot_script(std::vector<std::string> args) {
+  const std::string python = "/usr/bin/python3";
+  const std::string script = std::string(LOCOSIM_SOURCE_DIR) + "/scripts/plot_run.py";
+  if (access(python.c_str(), X_OK) != 0) {
+    std::fprintf(stderr, "error: plotting needs %s with matplotlib: run scripts/install-deps.sh\n", python.c_str());
+    return 1;
+  }
+  if (access(script.c_str(), R_OK) != 0) {
+    std::fprintf(stderr, "error: plotting needs locosim's source tree: %s: %s\n", script.c_str(), std::strerror(errno));
+    return 1;
+  }
+  args.insert(args.begin(), {python, script});
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  execv(python.c_str(), argv.data());
+  std::fprintf(stderr, "error: cannot run %s: %s\n", python.c_str(), std::strerror(errno));
+  return 1;
 }
 
 // Refuses (exit 2) a run whose estimate exceeds the machine's memory or disk, unless forced; notes
@@ -322,6 +351,18 @@ int main(int argc, char** argv) {
   std::string report_dir;
   CLI::App* report_cmd = app.add_subcommand("report", "print the comparison table of a finished run");
   report_cmd->add_option("run", report_dir, "run folder (runs/<scenario>, a sweep point or a policy folder)")->required();
+  bool report_html = false;
+  std::string report_page;
+  CLI::Option* html_flag = report_cmd->add_flag(
+      "--html", report_html, "write the table and the figures as one self-contained page (default: RUN/report.html)");
+  report_cmd->add_option("-o,--output", report_page, "with --html: the page's path")->needs(html_flag);
+
+  std::string plot_run, plot_dir, plot_format = "png";
+  CLI::App* plot_cmd = app.add_subcommand("plot", "draw a finished run's figures (the system Python's matplotlib)");
+  plot_cmd->add_option("run", plot_run, "run folder (runs/<scenario>, a sweep point, a seed's or a policy folder)")
+      ->required();
+  plot_cmd->add_option("-o,--output", plot_dir, "folder for the figures (default: RUN/figures)");
+  plot_cmd->add_option("--format", plot_format, "png or svg (default: png)")->check(CLI::IsMember({"png", "svg"}));
 
   try {
     app.parse(argc, argv);
@@ -332,6 +373,18 @@ int main(int argc, char** argv) {
 
   try {
     if (*check_cmd) return check(check_files);
+    if (*plot_cmd) {
+      std::vector<std::string> args = {"plot", plot_run, "--format", plot_format};
+      if (!plot_dir.empty()) args.insert(args.end(), {"-o", plot_dir});
+      return run_plot_script(args);
+    }
+    if (*report_cmd && report_html) {  // the script prints the table with this program: `report RUN`
+      std::error_code ec;
+      const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+      std::vector<std::string> args = {"html", report_dir, "--locosim", ec ? std::string(argv[0]) : self.string()};
+      if (!report_page.empty()) args.insert(args.end(), {"-o", report_page});
+      return run_plot_script(args);
+    }
     if (*report_cmd) {
       std::printf("%s", report_run_folder(report_dir).c_str());
       return 0;
