@@ -5,6 +5,7 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <utility>
 #include <thread>
 
 namespace locosim {
@@ -12,6 +13,7 @@ namespace {
 
 struct Collective {
   std::vector<std::vector<torch::Tensor>> contributions;  // as sent (rounded or encoded)
+  int members = 0;
   int arrived = 0;
   int readers_left = 0;
   std::vector<torch::Tensor> result;
@@ -21,7 +23,9 @@ struct Group {
   int world_size;
   std::mutex mutex;
   std::condition_variable changed;
-  std::map<uint64_t, Collective> in_flight;  // by sequence number: every rank calls in the same order
+  // By (group, call number): the whole group's (an empty group) by sequence number, a subgroup's by
+  // its members' count of calls among it (they call its collectives in the same order).
+  std::map<std::pair<std::vector<int>, uint64_t>, Collective> in_flight;
   // The parameter server: with no clock, a window holds a push from every worker still training.
   std::unique_ptr<ParameterServer> server;
   ServerWindow window;
@@ -36,30 +40,19 @@ class LocalTransport : public Transport {
   double now_s() const override { return 0; }
   void compute(double, const std::function<void()>& work) override { work(); }
 
-  Pending all_reduce_mean(std::vector<torch::Tensor>& xs, Wire w) override {
-    std::vector<torch::Tensor> mine;
-    for (const auto& x : xs) mine.push_back(through_wire(x.detach(), w.format));
-    uint64_t seq = contribute(std::move(mine));
-    return Pending([this, seq, &xs, format = w.format] {
-      collect(seq, [&](Collective& c) {
-        if (c.result.empty()) c.result = mean_in_rank_order(c.contributions, format);
-        for (size_t i = 0; i < xs.size(); ++i) xs[i].detach().copy_(c.result[i]);
-      });
-      return true;  // threads in one process: no member is ever lost
-    });
+  Pending all_reduce_mean(std::vector<torch::Tensor>& xs, Wire w) override { return reduce({}, xs, w); }
+  Pending all_reduce_mean_among(const std::vector<int>& group, std::vector<torch::Tensor>& xs, Wire w) override {
+    check_group(group, rank_, group_.world_size);
+    return reduce(group, xs, w);
   }
-
   Pending all_gather(const std::vector<torch::Tensor>& mine, double,
                      std::vector<std::vector<torch::Tensor>>& out) override {
-    std::vector<torch::Tensor> copy;
-    for (const auto& x : mine) copy.push_back(x.detach().clone());
-    uint64_t seq = contribute(std::move(copy));
-    return Pending([this, seq, &out] {
-      collect(seq, [&](Collective& c) {
-        out = gathered_copy(c.contributions);
-      });
-      return true;
-    });
+    return gather({}, mine, out);
+  }
+  Pending all_gather_among(const std::vector<int>& group, const std::vector<torch::Tensor>& mine, double,
+                           std::vector<std::vector<torch::Tensor>>& out) override {
+    check_group(group, rank_, group_.world_size);
+    return gather(group, mine, out);
   }
 
   bool push_pull(const std::vector<torch::Tensor>& up, std::vector<torch::Tensor>& down,
@@ -80,35 +73,62 @@ class LocalTransport : public Transport {
   }
 
  private:
-  // Deposits this rank's part of the next collective; returns its sequence number.
-  uint64_t contribute(std::vector<torch::Tensor> mine) {
-    uint64_t seq = next_seq_++;
+  using Key = std::pair<std::vector<int>, uint64_t>;
+
+  Pending reduce(const std::vector<int>& group, std::vector<torch::Tensor>& xs, Wire w) {
+    std::vector<torch::Tensor> mine;
+    for (const auto& x : xs) mine.push_back(through_wire(x.detach(), w.format));
+    const Key key = contribute(group, std::move(mine));
+    return Pending([this, key, &xs, format = w.format] {
+      collect(key, [&](Collective& c) {
+        if (c.result.empty()) c.result = mean_in_rank_order(c.contributions, format);
+        for (size_t i = 0; i < xs.size(); ++i) xs[i].detach().copy_(c.result[i]);
+      });
+      return true;  // threads in one process: no member is ever lost
+    });
+  }
+
+  Pending gather(const std::vector<int>& group, const std::vector<torch::Tensor>& mine,
+                 std::vector<std::vector<torch::Tensor>>& out) {
+    std::vector<torch::Tensor> copy;
+    for (const auto& x : mine) copy.push_back(x.detach().clone());
+    const Key key = contribute(group, std::move(copy));
+    return Pending([this, key, &out] {
+      collect(key, [&](Collective& c) { out = gathered_copy(c.contributions); });
+      return true;
+    });
+  }
+
+  // Deposits this rank's part of its next collective, among `group` (empty: every rank); returns its key.
+  Key contribute(const std::vector<int>& group, std::vector<torch::Tensor> mine) {
+    const Key key{group, calls_[group]++};
     {
       std::lock_guard<std::mutex> lock(group_.mutex);
-      Collective& c = group_.in_flight[seq];
+      Collective& c = group_.in_flight[key];
       if (c.contributions.empty()) {
         c.contributions.resize(group_.world_size);
-        c.readers_left = group_.world_size;
+        c.members = group.empty() ? group_.world_size : static_cast<int>(group.size());
+        c.readers_left = c.members;
       }
       c.contributions[rank_] = std::move(mine);
       ++c.arrived;
     }
     group_.changed.notify_all();
-    return seq;
+    return key;
   }
 
-  // Waits until every rank contributed to `seq`, then lets `read` take its result, under the lock.
-  void collect(uint64_t seq, const std::function<void(Collective&)>& read) {
+  // Waits until every member contributed to `key`, then lets `read` take its result, under the lock.
+  void collect(const Key& key, const std::function<void(Collective&)>& read) {
     std::unique_lock<std::mutex> lock(group_.mutex);
-    Collective& c = group_.in_flight[seq];
-    group_.changed.wait(lock, [&] { return c.arrived == group_.world_size; });
+    Collective& c = group_.in_flight[key];
+    group_.changed.wait(lock, [&] { return c.arrived == c.members; });
     read(c);
-    if (--c.readers_left == 0) group_.in_flight.erase(seq);
+    if (--c.readers_left == 0) group_.in_flight.erase(key);
   }
 
   Group& group_;
   int rank_;
-  uint64_t next_seq_ = 0;
+  std::map<std::vector<int>, uint64_t> calls_;  // by group (empty: the whole group): calls made
 };
 
 }  // namespace

@@ -3,12 +3,48 @@
 
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <stdexcept>
+#include <string>
 
 namespace locosim {
 
 bool Transport::push_pull(const std::vector<torch::Tensor>&, std::vector<torch::Tensor>&, const ServerExchange&) {
   throw std::logic_error("this transport has no parameter server (Transport::push_pull)");
+}
+
+Pending Transport::all_reduce_mean_among(const std::vector<int>&, std::vector<torch::Tensor>&, Wire) {
+  throw std::logic_error("this transport has no subgroup collectives (Transport::all_reduce_mean_among)");
+}
+
+Pending Transport::all_gather_among(const std::vector<int>&, const std::vector<torch::Tensor>&, double,
+                                    std::vector<std::vector<torch::Tensor>>&) {
+  throw std::logic_error("this transport has no subgroup collectives (Transport::all_gather_among)");
+}
+
+Pending Transport::exchange(int peer, const std::vector<torch::Tensor>& mine, double bytes,
+                            std::vector<std::vector<torch::Tensor>>& out) {
+  const int self = rank();
+  std::vector<int> pair = {std::min(self, peer), std::max(self, peer)};
+  if (peer == self) pair.pop_back();
+  return all_gather_among(pair, mine, bytes, out);
+}
+
+void check_group(const std::vector<int>& group, int rank, int world_size) {
+  auto names = [&] {
+    std::string s;
+    for (int r : group) s += (s.empty() ? "" : ", ") + std::to_string(r);
+    return "rank " + std::to_string(rank) + " named the group {" + s + "}: ";
+  };
+  if (group.empty()) throw std::logic_error(names() + "a subgroup has at least its caller");
+  for (size_t i = 0; i < group.size(); ++i) {
+    if (group[i] < 0 || group[i] >= world_size) {
+      throw std::logic_error(names() + "rank " + std::to_string(group[i]) + " is not in a world of " +
+                             std::to_string(world_size));
+    }
+    if (i > 0 && group[i] <= group[i - 1]) throw std::logic_error(names() + "ranks must be in rank order, without repeats");
+  }
+  if (!std::binary_search(group.begin(), group.end(), rank)) throw std::logic_error(names() + "it is not among them");
 }
 
 void ServerWindow::add(int rank, std::vector<torch::Tensor> up) { pushes_[rank] = std::move(up); }

@@ -110,6 +110,22 @@ class Transport {
   virtual Pending all_gather(const std::vector<torch::Tensor>& mine, double bytes,
                              std::vector<std::vector<torch::Tensor>>& out) = 0;
 
+  // Subgroups (gossip methods: NoLoCo's random groups, a pairwise exchange). The same collectives among
+  // the ranks of `group` only (in rank order, the caller among them), priced on the routes between
+  // their hosts. The members are those of `group` in the group when it starts; a member lost, or a link
+  // cut under it, fails it for its members, as for the whole group.
+  // REQUIRES: the ranks of `group` call its collectives in the same order (redone ones included), each
+  // naming the same `group`; whole-group calls keep their one sequence on every worker. A worker in no
+  // group at some point just makes no call (the real backend asks more: see C10dTransport).
+  // A backend without them throws std::logic_error.
+  virtual Pending all_reduce_mean_among(const std::vector<int>& group, std::vector<torch::Tensor>& xs, Wire w);
+  virtual Pending all_gather_among(const std::vector<int>& group, const std::vector<torch::Tensor>& mine,
+                                   double bytes, std::vector<std::vector<torch::Tensor>>& out);
+  // A pairwise exchange: an all-gather among this rank and `peer` (who names this rank): out[peer] is
+  // the peer's `mine`. peer == rank() is a group of one.
+  Pending exchange(int peer, const std::vector<torch::Tensor>& mine, double bytes,
+                   std::vector<std::vector<torch::Tensor>>& out);
+
   // Asynchronous exchange with the group's server (see ParameterServer): sends `up`, waits for its
   // window to close and receives the server's reply into `down`. Returns false if the exchange failed
   // (a link cut, the server's host lost): `down` is untouched (the push may have been applied). A backend without
@@ -161,6 +177,10 @@ std::vector<torch::Tensor> mean_in_rank_order(const std::vector<std::vector<torc
 
 // What all_gather hands every caller: each rank's contribution, cloned (so callers own their copies).
 std::vector<std::vector<torch::Tensor>> gathered_copy(const std::vector<std::vector<torch::Tensor>>& contributions);
+
+// Checks a subgroup named by `rank` (in rank order, no repeats, within the world, `rank` among them);
+// throws std::logic_error naming what is wrong.
+void check_group(const std::vector<int>& group, int rank, int world_size);
 
 // Sum of the sizes in bytes of xs on the wire (before Wire::scale).
 double wire_bytes(const std::vector<torch::Tensor>& xs, WireFormat format);

@@ -390,6 +390,35 @@ Pending C10dTransport::all_gather(const std::vector<torch::Tensor>& mine, double
   return gather(mine, bytes, out, 2);
 }
 
+Pending C10dTransport::all_reduce_mean_among(const std::vector<int>& group, std::vector<torch::Tensor>& xs, Wire w) {
+  check_group(group, rank(), world_size());
+  std::vector<torch::Tensor> rounded;
+  for (const auto& x : xs) rounded.push_back(through_wire(x.detach(), w.format));
+  auto all = std::make_shared<std::vector<std::vector<torch::Tensor>>>();
+  auto gathered = std::make_shared<Pending>(gather(rounded, wire_bytes(xs, w.format) * w.scale, *all, 2));
+  return Pending([gathered, all, group, &xs, format = w.format] {
+    if (!gathered->wait()) return false;  // results untouched
+    std::vector<std::vector<torch::Tensor>> contributions(all->size());
+    for (int r : group) contributions[r] = std::move((*all)[r]);  // a lost member's stays empty
+    auto mean = mean_in_rank_order(contributions, format);
+    for (size_t i = 0; i < xs.size(); ++i) xs[i].detach().copy_(mean[i]);
+    return true;
+  });
+}
+
+Pending C10dTransport::all_gather_among(const std::vector<int>& group, const std::vector<torch::Tensor>& mine,
+                                        double bytes, std::vector<std::vector<torch::Tensor>>& out) {
+  check_group(group, rank(), world_size());
+  auto all = std::make_shared<std::vector<std::vector<torch::Tensor>>>();
+  auto gathered = std::make_shared<Pending>(gather(mine, bytes, *all, 2));
+  return Pending([gathered, all, group, &out] {
+    const bool completed = gathered->wait();  // on failure, what arrived from the members alive
+    out.assign(all->size(), {});
+    for (int r : group) out[r] = std::move((*all)[r]);
+    return completed;
+  });
+}
+
 Pending C10dTransport::gather(const std::vector<torch::Tensor>& mine, double bytes,
                               std::vector<std::vector<torch::Tensor>>& out, int salvages_left) {
   std::vector<torch::Tensor> copy;  // taken now, for a salvage after a failure

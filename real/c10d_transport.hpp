@@ -89,6 +89,15 @@ class C10dTransport : public Transport {
   Pending all_reduce_mean(std::vector<torch::Tensor>& xs, Wire w) override;
   Pending all_gather(const std::vector<torch::Tensor>& mine, double bytes,
                      std::vector<std::vector<torch::Tensor>>& out) override;
+  // Subgroups travel as an all-gather of the whole group (the exact mode's), each member keeping its
+  // group's contributions: the numerics of the simulator's subgroups bit for bit, the membership and
+  // failure rules of the whole group's collectives, (K−1)·S bytes per rank on the wire (recorded as
+  // such). REQUIRES: every rank makes every subgroup call at the same point of its sequence (a rank in
+  // no group names itself alone), with a payload of the same size: NoLoCo's draw does. A failure fails
+  // every rank's call, so redos stay in step.
+  Pending all_reduce_mean_among(const std::vector<int>& group, std::vector<torch::Tensor>& xs, Wire w) override;
+  Pending all_gather_among(const std::vector<int>& group, const std::vector<torch::Tensor>& mine, double bytes,
+                           std::vector<std::vector<torch::Tensor>>& out) override;
   // Through the store (real/c10d_server.cpp): rank 0 hosts the server on a thread of its own.
   bool push_pull(const std::vector<torch::Tensor>& up, std::vector<torch::Tensor>& down,
                  const ServerExchange& exchange) override;

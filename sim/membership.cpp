@@ -184,7 +184,7 @@ void Membership::handover_point(int rank, int64_t steps_done) {
   checkpoint_ = snapshot(rank, steps_done);
   // Joiners take part from the group's next collective on: if a member has already started it,
   // they are admitted at the next handover point instead.
-  if (!ready_.empty() && !world_.in_flight.count(checkpoint_->next_collective)) admit_ready(checkpoint_);
+  if (!ready_.empty() && !collective_started(world_, checkpoint_->next_collective)) admit_ready(checkpoint_);
 }
 
 void Membership::admit_ready(const std::shared_ptr<const GroupSnapshot>& snapshot) {

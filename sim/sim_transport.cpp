@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <stdexcept>
 #include <utility>
 
@@ -35,8 +36,10 @@ std::vector<int> SimWorld::members() const {
   return ranks;
 }
 
-void fail_collective(SimWorld& world, uint64_t seq) {
-  auto it = world.in_flight.find(seq);
+bool collective_started(const SimWorld& world, uint64_t seq) { return world.in_flight.count({false, seq}) > 0; }
+
+void fail_collective(SimWorld& world, const CollectiveId& id) {
+  auto it = world.in_flight.find(id);
   if (it == world.in_flight.end() || it->second.failed) return;
   SimCollective& c = it->second;
   c.failed = true;
@@ -50,14 +53,14 @@ void fail_collective(SimWorld& world, uint64_t seq) {
 
 void leave_group(SimWorld& world, int rank) {
   world.in_group[rank] = false;
-  std::vector<uint64_t> erased;
-  for (auto& [seq, c] : world.in_flight) {
+  std::vector<CollectiveId> erased;
+  for (auto& [id, c] : world.in_flight) {
     if (std::find(c.members.begin(), c.members.end(), rank) == c.members.end()) continue;
-    if (!c.complete()) fail_collective(world, seq);
+    if (!c.complete()) fail_collective(world, id);
     c.unread.erase(rank);  // it will never take the result
-    if (c.unread.empty()) erased.push_back(seq);
+    if (c.unread.empty()) erased.push_back(id);
   }
-  for (uint64_t seq : erased) world.in_flight.erase(seq);
+  for (const CollectiveId& id : erased) world.in_flight.erase(id);
 }
 
 double SimTransport::now_s() const { return sg4::Engine::get_clock(); }
@@ -93,8 +96,8 @@ std::string SimTransport::activity() const {
     const auto it = started_.find(waiting_for_);
     const std::string what =
         it == started_.end() ? "" : std::string(it->second.what) + " of " + g(it->second.bytes) + " bytes per rank";
-    return "waiting since " + g(waiting_since_s_) + " s for collective " + std::to_string(waiting_for_) + " (" + what +
-           ")";
+    return "waiting since " + g(waiting_since_s_) + " s for " + (waiting_for_.subgroup ? "subgroup collective " : "collective ") +
+           std::to_string(waiting_for_.n) + " (" + what + ")";
   }
   return doing_ ? doing_ : "";
 }
@@ -166,65 +169,92 @@ CollectiveFlows SimTransport::all_gather_flows(const Members& shared, double byt
 
 // A side's flows run in a helper actor: a flow that fails (a cut link, a peer's host gone) fails
 // the whole collective, which stops every other side's flows too.
-static sg4::ActorPtr run_side(SimWorld& world, uint64_t seq, const std::string& name, sg4::Host* host,
+static sg4::ActorPtr run_side(SimWorld& world, CollectiveId id, const std::string& name, sg4::Host* host,
                               std::function<void(const std::string&)> side, const std::string& tag) {
   // A side only drives SimGrid comms: a small stack (the default 8 MiB, mapped and unmapped for each
   // of the K sides of every collective, was a tenth of a large timing-only run's time).
   constexpr unsigned kSideStackBytes = 64 * 1024;
-  sg4::ActorPtr actor = sg4::Actor::init(name, host)->set_stacksize(kSideStackBytes)->start([&world, seq, side = std::move(side), tag] {
+  sg4::ActorPtr actor = sg4::Actor::init(name, host)->set_stacksize(kSideStackBytes)->start([&world, id, side = std::move(side), tag] {
     try {
       side(tag);
     } catch (const simgrid::Exception&) {  // NetworkFailureException, and comms cancelled under it
-      fail_collective(world, seq);
+      fail_collective(world, id);
       return;
     }
-    auto c = world.in_flight.find(seq);
+    auto c = world.in_flight.find(id);
     if (c != world.in_flight.end()) ++c->second.sides_done;
   });
-  world.in_flight[seq].flows.push_back(actor->get_pid());
+  world.in_flight[id].flows.push_back(actor->get_pid());
   return actor;
 }
 
-uint64_t SimTransport::start(std::vector<torch::Tensor> mine, const char* what, double bytes,
-                             const std::function<CollectiveFlows(const Members&)>& flows_for) {
-  const uint64_t seq = next_seq_++;
-  const std::string tag = "collective-" + std::to_string(seq);
-  started_[seq] = {what, bytes};
-  SimCollective& c = world_.in_flight[seq];
+CollectiveId SimTransport::next_id(const std::vector<int>& group) {
+  if (group.empty()) return {false, next_seq_++};
+  auto& open = world_.subgroups_open[group];
+  for (auto it = open.begin(); it != open.end();) {
+    auto c = world_.in_flight.find({true, *it});
+    if (c == world_.in_flight.end()) {  // ended: forget it
+      it = open.erase(it);
+      continue;
+    }
+    const std::vector<int>& joined = c->second.joined;
+    if (std::binary_search(c->second.members.begin(), c->second.members.end(), rank_) &&
+        std::find(joined.begin(), joined.end(), rank_) == joined.end()) {
+      return c->first;
+    }
+    ++it;
+  }
+  open.push_back(world_.next_subgroup++);
+  return {true, open.back()};
+}
+
+CollectiveId SimTransport::start(const std::vector<int>& group, std::vector<torch::Tensor> mine, const char* what,
+                                 double bytes, const std::function<CollectiveFlows(const Members&)>& flows_for) {
+  const CollectiveId id = next_id(group);
+  const std::string tag = (id.subgroup ? "subgroup-" : "collective-") + std::to_string(id.n);
+  started_[id] = {what, bytes};
+  SimCollective& c = world_.in_flight[id];
   const bool first = c.contributions.empty();
   if (first) {
+    c.named = group;
     c.contributions.resize(world_size());
     c.members = world_.members();
+    if (!group.empty()) {  // the named ranks in the group now
+      std::vector<int> in_group;
+      std::set_intersection(c.members.begin(), c.members.end(), group.begin(), group.end(), std::back_inserter(in_group));
+      c.members = std::move(in_group);
+    }
     c.shared_members = std::make_shared<const std::vector<int>>(c.members);
     c.unread = std::set<int>(c.members.begin(), c.members.end());
   }
   if (!std::binary_search(c.members.begin(), c.members.end(), rank_)) {  // members are in rank order
-    throw std::logic_error("SimTransport: rank " + std::to_string(rank_) + " called collective " +
-                           std::to_string(seq) + " it is not a member of");
+    throw std::logic_error("SimTransport: rank " + std::to_string(rank_) + " called " + tag +
+                           ", a collective it is not a member of");
   }
+  if (id.subgroup) c.joined.push_back(rank_);
   c.contributions[rank_] = std::move(mine);
   ++c.arrived;
-  if (c.failed) return seq;  // a member was lost before this one arrived: no flows, it fails
+  if (c.failed) return id;  // a member was lost before this one arrived: no flows, it fails
   CollectiveFlows flows = flows_for(c.shared_members);
   if (first && flows.relay_side) {  // the relay must be listening from the first arrival on
     if (!world_.relay) throw std::logic_error("SimTransport: a relay algorithm needs SimWorld::relay");
-    run_side(world_, seq, tag + "-relay", world_.relay, std::move(flows.relay_side), tag);
+    run_side(world_, id, tag + "-relay", world_.relay, std::move(flows.relay_side), tag);
   }
-  helpers_[seq] = run_side(world_, seq, tag + "-" + std::to_string(rank_), world_.hosts[rank_],
+  helpers_[id] = run_side(world_, id, tag + "-" + std::to_string(rank_), world_.hosts[rank_],
                            std::move(flows.rank_side), tag);
-  return seq;
+  return id;
 }
 
-bool SimTransport::finish(uint64_t seq, const std::function<void(SimCollective&)>& read,
+bool SimTransport::finish(const CollectiveId& id, const std::function<void(SimCollective&)>& read,
                           const std::function<void(SimCollective&)>& salvage) {
   const double start = now_s();
   waiting_since_s_ = start;
-  waiting_for_ = seq;
-  if (auto helper = helpers_.find(seq); helper != helpers_.end()) {
+  waiting_for_ = id;
+  if (auto helper = helpers_.find(id); helper != helpers_.end()) {
     helper->second->join();
     helpers_.erase(helper);
   }
-  SimCollective* c = &world_.in_flight.at(seq);
+  SimCollective* c = &world_.in_flight.at(id);
   if (world_.agree_on_commit && !c->failed) {
     // Commit only on what every member will commit: wait until every side's flows have ended (or the
     // collective failed), so that no member applies a result another one throws away.
@@ -232,15 +262,15 @@ bool SimTransport::finish(uint64_t seq, const std::function<void(SimCollective&)
     for (aid_t pid : flows) {
       if (sg4::ActorPtr side = sg4::Actor::by_pid(pid)) side->join();
     }
-    c = &world_.in_flight.at(seq);
+    c = &world_.in_flight.at(id);
   }
   if (c->failed) {
     // Members notice a failure as NCCL and Gloo do: when their timeout runs out.
     sg4::this_actor::sleep_until(std::max(c->failed_at_s, start) + world_.failure_timeout_s);
-    c = &world_.in_flight.at(seq);
+    c = &world_.in_flight.at(id);
   }
   waiting_since_s_ = -1;
-  started_.erase(seq);
+  started_.erase(id);
   if (now_s() > start) world_.recorder->event({rank_, EventKind::wait, start, now_s(), 0, -1});
   const bool completed = !c->failed;
   // Every member's flows have finished only once all members contributed: the result is complete.
@@ -250,21 +280,39 @@ bool SimTransport::finish(uint64_t seq, const std::function<void(SimCollective&)
     salvage(*c);
   }
   c->unread.erase(rank_);
-  if (c->unread.empty()) world_.in_flight.erase(seq);
+  if (c->unread.empty()) world_.in_flight.erase(id);
   return completed;
 }
 
-Pending SimTransport::all_reduce_mean(std::vector<torch::Tensor>& xs, Wire w) {
+Pending SimTransport::all_reduce_mean(std::vector<torch::Tensor>& xs, Wire w) { return reduce({}, xs, w); }
+
+Pending SimTransport::all_reduce_mean_among(const std::vector<int>& group, std::vector<torch::Tensor>& xs, Wire w) {
+  check_group(group, rank_, world_size());
+  return reduce(group, xs, w);
+}
+
+Pending SimTransport::all_gather(const std::vector<torch::Tensor>& mine, double bytes,
+                                 std::vector<std::vector<torch::Tensor>>& out) {
+  return gather({}, mine, bytes, out);
+}
+
+Pending SimTransport::all_gather_among(const std::vector<int>& group, const std::vector<torch::Tensor>& mine,
+                                       double bytes, std::vector<std::vector<torch::Tensor>>& out) {
+  check_group(group, rank_, world_size());
+  return gather(group, mine, bytes, out);
+}
+
+Pending SimTransport::reduce(const std::vector<int>& group, std::vector<torch::Tensor>& xs, Wire w) {
   std::vector<torch::Tensor> mine;
   if (!world_.timing_only) {
     for (const auto& x : xs) mine.push_back(through_wire(x.detach(), w.format));
   }
   const double bytes = wire_bytes(xs, w.format) * w.scale;
-  const uint64_t seq = start(std::move(mine), "all_reduce", bytes,
-                             [&](const Members& members) { return all_reduce_flows(members, bytes); });
-  return Pending([this, seq, &xs, format = w.format] {
+  const CollectiveId id = start(group, std::move(mine), "all_reduce", bytes,
+                                [&](const Members& members) { return all_reduce_flows(members, bytes); });
+  return Pending([this, id, &xs, format = w.format] {
     return finish(
-        seq,
+        id,
         [&](SimCollective& c) {
           if (world_.timing_only) return;  // no values: xs keep their shapes
           if (c.result.empty()) c.result = mean_in_rank_order(c.contributions, format);
@@ -274,15 +322,15 @@ Pending SimTransport::all_reduce_mean(std::vector<torch::Tensor>& xs, Wire w) {
   });
 }
 
-Pending SimTransport::all_gather(const std::vector<torch::Tensor>& mine, double bytes,
-                                 std::vector<std::vector<torch::Tensor>>& out) {
+Pending SimTransport::gather(const std::vector<int>& group, const std::vector<torch::Tensor>& mine, double bytes,
+                             std::vector<std::vector<torch::Tensor>>& out) {
   std::vector<torch::Tensor> copy;
   for (const auto& x : mine) copy.push_back(x.detach().clone());
-  const uint64_t seq = start(std::move(copy), "all_gather", bytes,
-                             [&](const Members& members) { return all_gather_flows(members, bytes); });
-  return Pending([this, seq, &out] {
+  const CollectiveId id = start(group, std::move(copy), "all_gather", bytes,
+                                [&](const Members& members) { return all_gather_flows(members, bytes); });
+  return Pending([this, id, &out] {
     return finish(
-        seq, [&](SimCollective& c) { out = gathered_copy(c.contributions); },
+        id, [&](SimCollective& c) { out = gathered_copy(c.contributions); },
         [&](SimCollective& c) {  // what arrived: the contributions of the members still in the group
           std::vector<std::vector<torch::Tensor>> alive(c.contributions.size());
           for (int r : c.members) {

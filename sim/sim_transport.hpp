@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/recorder.hpp"
@@ -19,8 +20,19 @@
 
 namespace locosim {
 
+// A collective's key: the whole group's by its sequence number (the same on every worker); a subgroup's
+// by the serial number it got when its first member arrived (a group's members call its collectives in
+// the same order, so each joins the oldest one of its group it has not joined yet; redone ones included).
+struct CollectiveId {
+  bool subgroup = false;
+  uint64_t n = 0;
+  bool operator<(const CollectiveId& o) const { return subgroup != o.subgroup ? o.subgroup : n < o.n; }
+};
+
 // A collective in flight: its members, each member's contribution, the mean once computed.
 struct SimCollective {
+  std::vector<int> named;                                  // the subgroup its first member named; empty: all
+  std::vector<int> joined;                                 // a subgroup's: the members that arrived
   std::vector<int> members;                                // fixed by the first member to arrive
   std::shared_ptr<const std::vector<int>> shared_members;  // the same, for the sides' flows (no copy per side)
   std::vector<std::vector<torch::Tensor>> contributions;   // by rank; empty for a non-member
@@ -68,7 +80,9 @@ struct SimWorld {
   // Where the workers' real steps run while their simulated compute goes on; null: in the actor,
   // before the simulated compute (sim/step_pool.hpp).
   StepPool* pool = nullptr;
-  std::map<uint64_t, SimCollective> in_flight;  // by sequence number, the same on every member
+  std::map<CollectiveId, SimCollective> in_flight;
+  uint64_t next_subgroup = 0;                                     // a subgroup collective's serial number
+  std::map<std::vector<int>, std::vector<uint64_t>> subgroups_open;  // by group: its serials, oldest first
   // What the world will still do (a route that stays cut, a host that stays off): the scenario's
   // platform and world. Null: a world that never changes.
   const PlatformSpec* platform = nullptr;
@@ -93,7 +107,9 @@ bool stays_off(const WorldSpec& world, const std::string& target, WorldResource 
 // `rank` leaves the group (its host failed): every collective in flight it is a member of fails.
 void leave_group(SimWorld& world, int rank);
 // Fails collective `seq` (a member lost, a flow cut): stops its flows everywhere. Idempotent.
-void fail_collective(SimWorld& world, uint64_t seq);
+void fail_collective(SimWorld& world, const CollectiveId& id);
+// Whether a member has started a collective (the whole group's or a subgroup's) with sequence number `seq`.
+bool collective_started(const SimWorld& world, uint64_t seq);
 
 // One collective's flows: this rank's side, and the relay's side for relayed algorithms (else empty).
 struct CollectiveFlows {
@@ -112,6 +128,9 @@ class SimTransport : public Transport {
   Pending all_reduce_mean(std::vector<torch::Tensor>& xs, Wire w) override;
   Pending all_gather(const std::vector<torch::Tensor>& mine, double bytes,
                      std::vector<std::vector<torch::Tensor>>& out) override;
+  Pending all_reduce_mean_among(const std::vector<int>& group, std::vector<torch::Tensor>& xs, Wire w) override;
+  Pending all_gather_among(const std::vector<int>& group, const std::vector<torch::Tensor>& mine, double bytes,
+                           std::vector<std::vector<torch::Tensor>>& out) override;
   bool push_pull(const std::vector<torch::Tensor>& up, std::vector<torch::Tensor>& down,
                  const ServerExchange& exchange) override;
 
@@ -131,15 +150,18 @@ class SimTransport : public Transport {
   using Members = std::shared_ptr<const std::vector<int>>;
   CollectiveFlows all_reduce_flows(const Members& members, double bytes) const;
   CollectiveFlows all_gather_flows(const Members& members, double bytes) const;
-  // Deposits this rank's contribution to the next collective (the first member to arrive fixes its
-  // members and starts the relay's side) and starts this rank's side of its flows in a helper actor
-  // on this rank's host; returns the sequence number.
-  uint64_t start(std::vector<torch::Tensor> mine, const char* what, double bytes,
-                 const std::function<CollectiveFlows(const Members&)>& flows);
+  // Deposits this rank's contribution to the next collective, among `group` (empty: the whole group;
+  // the first member to arrive fixes its members and starts the relay's side) and starts this rank's
+  // side of its flows in a helper actor on this rank's host; returns the collective's id.
+  CollectiveId start(const std::vector<int>& group, std::vector<torch::Tensor> mine, const char* what, double bytes,
+                     const std::function<CollectiveFlows(const Members&)>& flows);
   // Joins this rank's helper actor (recording the wait); on success lets `read` take the result,
   // on failure lets `salvage` take what it can after the failure timeout. Returns whether it completed.
-  bool finish(uint64_t seq, const std::function<void(SimCollective&)>& read,
+  bool finish(const CollectiveId& id, const std::function<void(SimCollective&)>& read,
               const std::function<void(SimCollective&)>& salvage);
+  Pending reduce(const std::vector<int>& group, std::vector<torch::Tensor>& xs, Wire w);
+  Pending gather(const std::vector<int>& group, const std::vector<torch::Tensor>& mine, double bytes,
+                 std::vector<std::vector<torch::Tensor>>& out);
 
   // Applies the open window's pushes and wakes the workers waiting on it.
   void close_window();
@@ -157,14 +179,16 @@ class SimTransport : public Transport {
   // What activity() names: at most one of them is set.
   double computing_since_s_ = -1;       // in compute() since then
   double waiting_since_s_ = -1;         // in finish() since then, for collective waiting_for_
-  uint64_t waiting_for_ = 0;
+  CollectiveId waiting_for_;
   const char* doing_ = nullptr;         // blocked on the server
   struct Started {
     const char* what;  // "all_reduce", "all_gather"
     double bytes;      // per rank
   };
-  std::map<uint64_t, Started> started_;  // by sequence number: what each collective in flight is
-  std::map<uint64_t, simgrid::s4u::ActorPtr> helpers_;  // by sequence number: this rank's helper actor
+  std::map<CollectiveId, Started> started_;  // what each collective in flight is
+  std::map<CollectiveId, simgrid::s4u::ActorPtr> helpers_;  // this rank's helper actor of each
+  // The key of this rank's next call among `group` (empty: the whole group's next sequence number).
+  CollectiveId next_id(const std::vector<int>& group);
 };
 
 }  // namespace locosim
