@@ -7,6 +7,7 @@
 #include "algorithms/demo.hpp"
 #include "algorithms/diloco.hpp"
 #include "algorithms/fedavg.hpp"
+#include "algorithms/noloco.hpp"
 #include "algorithms/streaming_diloco.hpp"
 
 namespace locosim {
@@ -20,6 +21,7 @@ const std::vector<PolicyEntry>& policy_registry() {
       co2_policy(),
       fedavg_policy(),
       async_diloco_policy(),
+      noloco_policy(),
   };
   return entries;
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "algorithms/noloco.hpp"
 #include "sim/collectives.hpp"
 #include "sim/sim_test_util.hpp"
 #include "sim/sim_transport.hpp"
@@ -210,3 +211,36 @@ TEST_CASE("subgroups: a group that leaves out its caller, repeats a rank or is o
   CHECK_NOTHROW(check_group({0, 3}, 3, 4));
 }
 
+// NoLoCo's traffic on two sites of two hosts: its pairs cross the WAN only when the draw pairs hosts of
+// different sites, each crossing pair sending its 2P values (S) each way. DiLoCo's ring crosses the WAN
+// on 2 of its 4 edges every round, 2(K−1)/K of P values each (docs/policies-noloco.md compares them).
+TEST_CASE("subgroups: NoLoCo's pairs put on the WAN exactly what its group draw predicts") {
+  TestSim sim(platform_from_yaml(kTwoSites));
+  SimWorld world;
+  Recorder recorder;
+  const int rounds = 12;
+  const double p_bytes = 1e5, s_bytes = 2 * p_bytes;  // φ and Δ
+  double predicted = 0;
+  for (int t = 0; t < rounds; ++t) {
+    for (const auto& g : noloco_groups(0, t, 4, 2)) {
+      if (site_of(g[0]) != site_of(g[1])) predicted += 2 * s_bytes;  // a 2-ring: S each way
+    }
+  }
+  const Outcome o = run(sim, world, recorder, [&](SimTransport& t, int r, torch::Tensor&) {
+    bool done = true;
+    for (int round = 0; round < rounds; ++round) {
+      for (const auto& g : noloco_groups(0, round, 4, 2)) {
+        if (!std::binary_search(g.begin(), g.end(), r)) continue;
+        std::vector<torch::Tensor> xs = {torch::zeros({static_cast<int64_t>(s_bytes / 4)})};
+        done = t.all_reduce_mean_among(g, xs, Wire{WireFormat::fp32, 1.0}).wait() && done;
+      }
+    }
+    return done;
+  });
+  CAPTURE(predicted);
+  CHECK(predicted > 0);
+  CHECK(o.wan_bytes == doctest::Approx(predicted).epsilon(1e-9));
+  // The ring's 12 rounds of P values would have put 2 edges × 2(K−1)/K · P on the WAN a round.
+  const double ring = rounds * 2 * (2.0 * 3 / 4) * p_bytes;
+  MESSAGE("WAN bytes over " << rounds << " rounds: NoLoCo pairs " << o.wan_bytes << ", DiLoCo ring " << ring);
+}
