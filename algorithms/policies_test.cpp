@@ -105,5 +105,5 @@ TEST_CASE("registry: every entry's example parses into its policy, names are uni
     CHECK(dict.find("\"" + e.name + "\"") != std::string::npos);
   }
   CHECK(policy_names().size() == policy_registry().size());
-  CHECK(find_policy("sparta") == nullptr);
+  CHECK(find_policy("no_such_policy") == nullptr);
 }

@@ -8,6 +8,7 @@
 #include "algorithms/diloco.hpp"
 #include "algorithms/fedavg.hpp"
 #include "algorithms/noloco.hpp"
+#include "algorithms/sparta.hpp"
 #include "algorithms/streaming_diloco.hpp"
 
 namespace locosim {
@@ -22,6 +23,8 @@ const std::vector<PolicyEntry>& policy_registry() {
       fedavg_policy(),
       async_diloco_policy(),
       noloco_policy(),
+      sparta_policy(),
+      sparta_diloco_policy(),
   };
   return entries;
 }

@@ -53,7 +53,7 @@ TEST_CASE("cli: malformed scenarios each give their specific message, exit 2, an
       {"missing platform file", "platform:\n  accelerators: {gpu: {peak: 100 TFLOPS, efficiency: 0.4}}\n  hosts:\n",
        "platform: nowhere.yaml\nplatform_hosts:\n", "platform: file '"},
       {"missing corpus", "path: corpus.txt", "path: missing.txt", "data.path: '"},
-      {"unknown policy", "  - ddp\n", "  - sparta\n", "policies[0].name: must be one of:"},
+      {"unknown policy", "  - ddp\n", "  - no_such_policy\n", "policies[0].name: must be one of:"},
       {"duplicate label", "  - ddp\n", "  - diloco\n", "label 'diloco' is used twice"},
       {"bad policy value", "inner_steps: 4", "inner_steps: -4", "policies[1].inner_steps: must be in [1, 10000000], got -4"},
       {"heads do not divide width", "seq_len: 16}", "seq_len: 16, n_heads: 5}", "model: "},
