@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "algorithms/local_sgd.hpp"
 #include "algorithms/policy_registry.hpp"
 #include "config/section.hpp"
 
@@ -140,9 +141,8 @@ class AsyncDiLoCo : public Policy {
       : cfg_(cfg),
         ctx_(std::move(ctx)),
         inner_(make_optimizer(ctx_.params, ctx_.optimizer)),
-        inner_steps_(cfg_.inner_steps) {
-    for (const auto& p : ctx_.params) theta_.push_back(p.detach().clone());
-  }
+        anchor_(ctx_.params),
+        inner_steps_(cfg_.inner_steps) {}
 
   Sync step(int64_t step) override {
     optimizer_step(*inner_, ctx_.params, ctx_.optimizer, std::min(step, ctx_.total_steps - 1), ctx_.total_steps);
@@ -159,28 +159,27 @@ class AsyncDiLoCo : public Policy {
  private:
   Sync push() {
     std::vector<torch::Tensor> up;  // g_i = θ − θ_i, as the wire carries it, then the counts
-    for (size_t i = 0; i < theta_.size(); ++i) {
-      up.push_back(through_wire(theta_[i] - ctx_.params[i].detach(), cfg_.wire));
-    }
+    for (const auto& g : anchor_.pseudo_gradient(ctx_.params)) up.push_back(through_wire(g, cfg_.wire));
+    const std::vector<torch::Tensor>& theta = anchor_.theta();
     ServerExchange exchange;
     exchange.up_bytes = wire_bytes(up, cfg_.wire) * ctx_.wire_scale + 8 * kPushMetaSize;
     const double steps = static_cast<double>(steps_in_round_);
     up.push_back(torch::tensor({steps, round_compute_s_ / steps}, torch::kFloat64));
-    exchange.down_bytes = wire_bytes(theta_, WireFormat::fp32) * ctx_.wire_scale + 8 * kReplyMetaSize;
+    exchange.down_bytes = wire_bytes(theta, WireFormat::fp32) * ctx_.wire_scale + 8 * kReplyMetaSize;
     exchange.grace_s = cfg_.grace_s;
     exchange.make_server = [this] {
-      return make_async_server(cfg_, theta_, ctx_.transport->world_size(), ctx_.total_steps);
+      return make_async_server(cfg_, anchor_.theta(), ctx_.transport->world_size(), ctx_.total_steps);
     };
     std::vector<torch::Tensor> down;
     const bool applied = ctx_.transport->push_pull(up, down, exchange);
     if (applied) {
       const torch::Tensor meta = down.back();
-      for (size_t i = 0; i < theta_.size(); ++i) theta_[i].copy_(down[i]);
+      for (size_t i = 0; i < theta.size(); ++i) theta[i].copy_(down[i]);
       inner_steps_ = static_cast<int64_t>(meta[kReplyInnerSteps].item<double>());
       done_ = meta[kReplyDone].item<double>() != 0;
     }
     // Applied or not, the next H_i steps start from the model last received.
-    for (size_t i = 0; i < theta_.size(); ++i) ctx_.params[i].detach().copy_(theta_[i]);
+    anchor_.restart(ctx_.params);
     steps_in_round_ = 0;
     round_compute_s_ = 0;
     step_end_s_ = ctx_.transport->now_s();
@@ -190,7 +189,7 @@ class AsyncDiLoCo : public Policy {
   AsyncDiLoCoConfig cfg_;
   PolicyContext ctx_;
   std::unique_ptr<torch::optim::Optimizer> inner_;
-  std::vector<torch::Tensor> theta_;  // the model last received from the server
+  Anchor anchor_;                     // θ: the model last received from the server
   int64_t inner_steps_;               // H_i, as the server last said
   bool done_ = false;
   int64_t steps_in_round_ = 0;

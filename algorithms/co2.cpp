@@ -27,6 +27,7 @@
 #include <torch/serialize.h>
 #include <torch/utils.h>
 
+#include "algorithms/local_sgd.hpp"
 #include "algorithms/policy_registry.hpp"
 #include "config/section.hpp"
 
@@ -67,11 +68,8 @@ namespace {
 class Co2 : public Policy {
  public:
   Co2(const Co2Config& cfg, PolicyContext ctx)
-      : cfg_(cfg), ctx_(std::move(ctx)), inner_(make_optimizer(ctx_.params, ctx_.optimizer)) {
-    for (const auto& p : ctx_.params) {
-      anchor_.push_back(p.detach().clone());
-      momentum_.push_back(torch::zeros_like(p.detach()));
-    }
+      : cfg_(cfg), ctx_(std::move(ctx)), inner_(make_optimizer(ctx_.params, ctx_.optimizer)), anchor_(ctx_.params) {
+    for (const auto& p : ctx_.params) momentum_.push_back(torch::zeros_like(p.detach()));
   }
 
   // The sync reported is that of the round applied at this step (the previous period's, at delay 1).
@@ -79,7 +77,7 @@ class Co2 : public Policy {
     optimizer_step(*inner_, ctx_.params, ctx_.optimizer, step, ctx_.total_steps);
     if ((step + 1) % cfg_.inner_steps != 0) return Sync::none;
     auto round = std::make_unique<Round>();
-    for (size_t i = 0; i < anchor_.size(); ++i) round->delta.push_back(anchor_[i] - ctx_.params[i].detach());
+    round->delta = anchor_.pseudo_gradient(ctx_.params);  // Δ_i = θ − θ_i
     round->pending = ctx_.transport->all_reduce_mean(round->delta, Wire{cfg_.wire, ctx_.wire_scale});
     Sync sync = Sync::none;
     if (cfg_.delay == 0) {
@@ -88,7 +86,7 @@ class Co2 : public Policy {
       if (previous_) sync = apply(*previous_);
       previous_ = std::move(round);  // waited on at the end of the next period
     }
-    for (size_t i = 0; i < anchor_.size(); ++i) ctx_.params[i].detach().copy_(anchor_[i]);
+    anchor_.restart(ctx_.params);
     return sync;
   }
 
@@ -97,26 +95,27 @@ class Co2 : public Policy {
   // next period's all-reduce is always in flight: a lost worker stays out.
   bool handover_ready() const override { return cfg_.delay == 0; }
   void save(torch::serialize::OutputArchive& archive) const override {
-    save_tensors(archive, "anchor", anchor_);
+    anchor_.save(archive, "anchor", "");
     save_tensors(archive, "momentum", momentum_);
     save_optimizer(archive, "inner", *inner_);
   }
   void load(torch::serialize::InputArchive& archive) override {
-    load_tensors(archive, "anchor", anchor_);
+    anchor_.load(archive, "anchor", "");
     load_tensors(archive, "momentum", momentum_);
     load_optimizer(archive, "inner", *inner_);
-    for (size_t i = 0; i < anchor_.size(); ++i) ctx_.params[i].detach().copy_(anchor_[i]);
+    anchor_.restart(ctx_.params);
   }
 
   // At delay 1 the last period's all-reduce is still in flight: apply it, and move the local parameters
   // by the same step so that steps after the last period's end (if any) are kept.
   void finish() override {
     if (!previous_) return;
+    const std::vector<torch::Tensor>& theta = anchor_.theta();
     std::vector<torch::Tensor> before;
-    for (const auto& a : anchor_) before.push_back(a.clone());
+    for (const auto& a : theta) before.push_back(a.clone());
     (void)apply(*previous_);
     previous_.reset();
-    for (size_t i = 0; i < anchor_.size(); ++i) ctx_.params[i].detach().add_(anchor_[i] - before[i]);
+    for (size_t i = 0; i < theta.size(); ++i) ctx_.params[i].detach().add_(theta[i] - before[i]);
   }
 
  private:
@@ -129,14 +128,14 @@ class Co2 : public Policy {
   // progress, carried only by that round, is lost).
   Sync apply(Round& round) {
     if (!round.pending.wait()) return Sync::aborted;
-    co2_outer_step(cfg_, anchor_, momentum_, round.delta);
+    co2_outer_step(cfg_, anchor_.theta(), momentum_, round.delta);
     return Sync::committed;
   }
 
   Co2Config cfg_;
   PolicyContext ctx_;
   std::unique_ptr<torch::optim::Optimizer> inner_;
-  std::vector<torch::Tensor> anchor_;    // θ: outer parameters, identical on every worker
+  Anchor anchor_;                        // θ: outer parameters, identical on every worker (CO2's own outer rule)
   std::vector<torch::Tensor> momentum_;  // m
   std::unique_ptr<Round> previous_;      // delay 1: the all-reduce started at the end of the previous period
 };

@@ -80,19 +80,19 @@ ConfigError error_of(const std::string& yaml) {
 
 TEST_CASE("diloco: outer: nesterov | sgd | adam parse, nesterov: folds into outer:, misplaced keys are refused") {
   const auto config = [](const std::string& yaml) { return std::any_cast<const DiLoCoConfig&>(spec_from("name: diloco\n" + yaml).config); };
-  CHECK(config("").outer == DiLoCoOuter::nesterov);
+  CHECK(config("").outer.rule == OuterRule::nesterov);
   CHECK(config("").prune == 0);
-  CHECK(config("outer: sgd\n").outer == DiLoCoOuter::sgd);
-  CHECK(config("nesterov: false\n").outer == DiLoCoOuter::sgd);  // heavy ball, as it always was
-  CHECK(config("nesterov: true\nouter: nesterov\n").outer == DiLoCoOuter::nesterov);
+  CHECK(config("outer: sgd\n").outer.rule == OuterRule::sgd);
+  CHECK(config("nesterov: false\n").outer.rule == OuterRule::sgd);  // heavy ball, as it always was
+  CHECK(config("nesterov: true\nouter: nesterov\n").outer.rule == OuterRule::nesterov);
   const DiLoCoConfig adam = config("outer: adam\n");
-  CHECK(adam.outer == DiLoCoOuter::adam);
-  CHECK(adam.outer_eps == doctest::Approx(0.1));
-  CHECK(adam.outer_beta1 == doctest::Approx(0.9));
-  CHECK(adam.outer_beta2 == doctest::Approx(0.999));
+  CHECK(adam.outer.rule == OuterRule::adam);
+  CHECK(adam.outer.eps == doctest::Approx(0.1));
+  CHECK(adam.outer.beta1 == doctest::Approx(0.9));
+  CHECK(adam.outer.beta2 == doctest::Approx(0.999));
   const DiLoCoConfig tuned = config("outer: adam\nouter_betas: [0.8, 0.95]\nouter_eps: 0.01\nprune: 0.5\n");
-  CHECK(tuned.outer_beta2 == doctest::Approx(0.95));
-  CHECK(tuned.outer_eps == doctest::Approx(0.01));
+  CHECK(tuned.outer.beta2 == doctest::Approx(0.95));
+  CHECK(tuned.outer.eps == doctest::Approx(0.01));
   CHECK(tuned.prune == doctest::Approx(0.5));
   CHECK(tuned.prune_merge == DiLoCoPruneMerge::mean);  // the paper's Table 6
   CHECK(config("prune: 0.5\nprune_merge: ties\n").prune_merge == DiLoCoPruneMerge::ties);

@@ -17,8 +17,8 @@ TEST_CASE("policy entries parse with defaults and reject bad values") {
   PolicySpec d = spec_from("name: diloco\n");
   auto& c = std::any_cast<const DiLoCoConfig&>(d.config);
   CHECK(c.inner_steps == 500);
-  CHECK(c.outer_lr == doctest::Approx(0.7));
-  CHECK(c.outer_momentum == doctest::Approx(0.9));
+  CHECK(c.outer.lr == doctest::Approx(0.7));
+  CHECK(c.outer.momentum == doctest::Approx(0.9));
   CHECK(d.label == "diloco");
   CHECK_THROWS_WITH(spec_from("name: diloco\ninner_steps: 0\n"), doctest::Contains("inner_steps: must be in [1, 10000000], got 0"));
   CHECK_THROWS_WITH(spec_from("name: diloco\nwire: fp8\n"), doctest::Contains("wire: must be one of"));

@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "algorithms/local_sgd.hpp"
 #include "algorithms/policy_registry.hpp"
 #include "config/section.hpp"
 
@@ -88,16 +89,15 @@ class StreamingDiLoCo : public Policy {
       }
       f = blocks;  // offsets stay ≥ H/F apart, so τ < H/F still holds
     }
-    const bool nesterov = cfg_.nesterov && cfg_.outer_momentum > 0;
+    OuterConfig outer;  // torchft's: SGD with Nesterov momentum (heavy ball with nesterov: false)
+    outer.rule = cfg_.nesterov ? OuterRule::nesterov : OuterRule::sgd;
+    outer.lr = cfg_.outer_lr;
+    outer.momentum = cfg_.outer_momentum;
     auto members = strided_fragments(ctx_.params, f);
     for (int64_t p = 0; p < f; ++p) {
-      Fragment frag;
-      frag.index = members[p];
-      frag.offset = p * cfg_.inner_steps / f;
-      for (size_t i : frag.index) frag.global.push_back(ctx_.params[i].detach().clone().requires_grad_(true));
-      frag.outer = std::make_unique<torch::optim::SGD>(
-          frag.global,
-          torch::optim::SGDOptions(cfg_.outer_lr).momentum(cfg_.outer_momentum).nesterov(nesterov));
+      Fragment frag{members[p], p * cfg_.inner_steps / f, {}, nullptr};
+      for (size_t i : frag.index) frag.params.push_back(ctx_.params[i]);
+      frag.anchor = std::make_unique<Anchor>(frag.params, outer);
       fragments_.push_back(std::move(frag));
     }
   }
@@ -125,8 +125,8 @@ class StreamingDiLoCo : public Policy {
   struct Fragment {
     std::vector<size_t> index;              // into ctx_.params
     int64_t offset = 0;                     // o_p
-    std::vector<torch::Tensor> global;      // θ_p: outer parameters, identical on every worker
-    std::unique_ptr<torch::optim::SGD> outer;
+    std::vector<torch::Tensor> params;      // θ_p,i: the worker's parameters in it
+    std::unique_ptr<Anchor> anchor;         // θ_p: outer parameters, identical on every worker, and their outer step
   };
   struct FragmentSync {
     size_t fragment = 0;
@@ -140,9 +140,7 @@ class StreamingDiLoCo : public Policy {
     sync->fragment = p;
     sync->apply_at = s + cfg_.sync_delay;
     const Fragment& frag = fragments_[p];
-    for (size_t k = 0; k < frag.index.size(); ++k) {
-      sync->delta.push_back(frag.global[k].detach() - ctx_.params[frag.index[k]].detach());
-    }
+    sync->delta = frag.anchor->pseudo_gradient(frag.params);  // Δ_p,i = θ_p − θ_p,i
     sync->pending = ctx_.transport->all_reduce_mean(sync->delta, Wire{cfg_.wire, ctx_.wire_scale});
     in_flight_.push_back(std::move(sync));
   }
@@ -154,11 +152,10 @@ class StreamingDiLoCo : public Policy {
     in_flight_.pop_front();
     if (!sync->pending.wait()) return Sync::aborted;
     Fragment& frag = fragments_[sync->fragment];
-    for (size_t k = 0; k < frag.index.size(); ++k) frag.global[k].mutable_grad() = sync->delta[k];
-    outer_step(*frag.outer, frag.global);
+    frag.anchor->outer_step(sync->delta);
     for (size_t k = 0; k < frag.index.size(); ++k) {
-      torch::Tensor local = ctx_.params[frag.index[k]].detach();
-      local.copy_(torch::lerp(frag.global[k].detach(), local, cfg_.merge_alpha));  // α·local + (1−α)·global
+      torch::Tensor local = frag.params[k].detach();
+      local.copy_(torch::lerp(frag.anchor->theta()[k].detach(), local, cfg_.merge_alpha));  // α·local + (1−α)·global
     }
     return Sync::committed;
   }

@@ -57,7 +57,7 @@ TEST_CASE("tune: an entry's grid runs as a policy per point, labelled by its val
   CHECK(s.policies[2].label == "diloco.outer_lr-1.0");
   CHECK(s.policies[2].tuned_from == "diloco");
   CHECK(s.policies[2].tune_values == std::vector<std::pair<std::string, std::string>>{{"outer_lr", "1.0"}});
-  CHECK(std::any_cast<const DiLoCoConfig&>(s.policies[1].config).outer_lr == 0.5);
+  CHECK(std::any_cast<const DiLoCoConfig&>(s.policies[1].config).outer.lr == 0.5);
   CHECK(std::any_cast<const DiLoCoConfig&>(s.policies[2].config).inner_steps == 4);  // the entry's own keys in every point
   // The resolved scenario lists the points as the policies they ran as: each has its own run hash.
   CHECK(s.resolved_yaml.find("tune") == std::string::npos);

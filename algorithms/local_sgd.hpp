@@ -1,0 +1,76 @@
+// What the Local-SGD methods share (DiLoCo and its timed rounds, Streaming DiLoCo's fragments, CO2,
+// asynchronous DiLoCo's workers): the anchor θ a round starts from, the pseudo-gradient Δ_i = θ − θ_i,
+// an outer optimizer stepping θ along the averaged Δ (nesterov | sgd | adam), the restart θ_i ← θ, and
+// saving all of it for a worker that joins. Each worker's inner optimizer is make_optimizer's
+// (optim.hpp). On the meta device (a timing-only run) the anchor holds no values and does no
+// arithmetic: Δ is tensors of its shapes, made once, and an outer step only gives the optimizer its
+// state's shapes (what a joiner downloads).
+#pragma once
+#include <torch/optim/optimizer.h>
+#include <torch/types.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace torch::serialize {
+class OutputArchive;
+class InputArchive;
+}  // namespace torch::serialize
+
+namespace locosim {
+
+class Section;
+
+// The outer optimizers of DiLoCo's Figure 6, all torch's own: `nesterov` SGD with Nesterov momentum μ
+// (at μ 0 it is sgd), `sgd` heavy ball (μ 0 and η 1: FedAvg), `adam` with betas and eps.
+enum class OuterRule { nesterov, sgd, adam };
+const std::vector<std::string>& outer_rule_names();  // "nesterov", "sgd", "adam"
+
+struct OuterConfig {
+  OuterRule rule = OuterRule::nesterov;
+  double lr = 0.7;         // η
+  double momentum = 0.9;   // μ (nesterov, sgd)
+  double beta1 = 0.9;      // Adam's β1, β2 (outer_betas)
+  double beta2 = 0.999;
+  double eps = 0.1;        // Adam's ε
+
+  // Reads `outer` (nesterov | sgd | adam; the older `nesterov: true | false` means nesterov | sgd, both
+  // given must agree), `outer_lr`, and `outer_momentum` or, for adam only, `outer_betas` and
+  // `outer_eps`; absent keys keep `defaults`.
+  static OuterConfig parse(Section& s, const OuterConfig& defaults);
+};
+
+std::unique_ptr<torch::optim::Optimizer> make_outer_optimizer(const std::vector<torch::Tensor>& theta,
+                                                              const OuterConfig& cfg);
+
+class Anchor {
+ public:
+  // θ ← a copy of `params`. With `outer`, outer_step() applies that optimizer; without, the owner
+  // moves θ by its own rule (theta()).
+  explicit Anchor(const std::vector<torch::Tensor>& params, const std::optional<OuterConfig>& outer = std::nullopt);
+
+  // Δ_i = θ − θ_i for this worker's `params` (new tensors: the caller may send them as they are).
+  std::vector<torch::Tensor> pseudo_gradient(const std::vector<torch::Tensor>& params);
+  // θ ← Outer(θ, Δ̄). REQUIRES: an outer optimizer.
+  void outer_step(const std::vector<torch::Tensor>& mean_delta);
+  // θ_i ← θ.
+  void restart(const std::vector<torch::Tensor>& params) const;
+
+  std::vector<torch::Tensor>& theta() { return theta_; }
+  const std::vector<torch::Tensor>& theta() const { return theta_; }
+  // Whether θ holds values (false on the meta device: a timing-only run).
+  bool values() const { return theta_.empty() || !theta_.front().is_meta(); }
+
+  // θ under `prefix`, and the outer optimizer's state under `outer_prefix` (if it has one).
+  void save(torch::serialize::OutputArchive& archive, const std::string& prefix, const std::string& outer_prefix) const;
+  void load(torch::serialize::InputArchive& archive, const std::string& prefix, const std::string& outer_prefix);
+
+ private:
+  std::vector<torch::Tensor> theta_;
+  std::unique_ptr<torch::optim::Optimizer> outer_;
+  std::vector<torch::Tensor> shapes_;  // timing only: tensors of Δ's shapes, made once
+};
+
+}  // namespace locosim
