@@ -3,8 +3,9 @@
 //
 // Schema (platforms/README.md has the long version):
 //
-//   accelerators:                 # catalogue: name → dense bf16 peak of one device, and the MFU reached
+//   accelerators:                 # optional: name → dense bf16 peak of one device, and the MFU reached
 //     rtx4090: {peak: 165 TFLOPS, efficiency: 0.35}
+//     h100: {efficiency: 0.5}     # a built-in catalogue name: what is left out is the catalogue's
 //   sites:                        # optional: islands of hosts on a fast LAN sharing one WAN access link
 //     eu: {lan: {bandwidth: 100 Gbps, latency: 5 us},
 //          uplink: {bandwidth: 1 Gbps, latency: 5 ms}, downlink: {bandwidth: 1 Gbps, latency: 5 ms}}
@@ -14,6 +15,7 @@
 //     - {name: home, accelerator: rtx4090, gpus: 1, count: 2,
 //        uplink: {bandwidth: 20 Mbps, latency: 10 ms}, downlink: {bandwidth: 200 Mbps, latency: 10 ms}}
 //     - {name: dc, site: eu, accelerator: h100, gpus: 8}            # uses the site's lan/uplink/downlink
+//     - {name: lab, site: eu, accelerator: l40s}   # not in accelerators: the catalogue's (config/accelerator_catalog.hpp)
 //   relay: {uplink: {bandwidth: 10 Gbps, latency: 5 ms}, downlink: {...}}   # optional; or relay: {site: eu}
 //
 // Also here: the scenario's `network:` choice of collective algorithms, resolved against the platform.
@@ -27,6 +29,8 @@
 #include <set>
 #include <utility>
 
+#include "config/accelerator_catalog.hpp"
+#include "config/nearest.hpp"
 #include "config/section.hpp"
 
 namespace locosim {
@@ -84,21 +88,75 @@ std::string joined_names(const std::vector<std::string>& names) {
   return out.empty() ? "none defined" : out;
 }
 
-std::vector<AcceleratorSpec> parse_accelerators(Section& section) {
+// One device: from 1 GFLOPS (a CPU core) to 1e19 FLOPS (10,000 times an H100), so that every step's
+// simulated time stays finite and meaningful.
+const Range kPeakRange = Range::closed(1e9, 1e19);
+// MFU: below 0.1% of peak no run trains; 1 is the peak itself.
+const Range kEfficiencyRange = Range::closed(1e-3, 1);
+
+// Reads an accelerator entry's peak and efficiency; a missing one is the catalogue entry's (`known`)
+// when there is one, else required.
+AcceleratorSpec read_accelerator(Section& s, const std::string& name, const CatalogAccelerator* known) {
+  AcceleratorSpec a;
+  a.name = name;
+  a.peak_flops = s.quantity("peak", Quantity::flops, known ? std::optional<std::string>(known->peak) : std::nullopt,
+                            kPeakRange);
+  a.efficiency = s.number("efficiency", known ? std::optional<double>(known->efficiency) : std::nullopt,
+                          kEfficiencyRange);
+  s.finish();
+  return a;
+}
+
+// The platform's own accelerators (optional: hosts may name catalogue entries directly). An entry with
+// a catalogue name overrides that entry, whole or in part. `entries` gets each entry's section.
+std::vector<AcceleratorSpec> parse_accelerators(Section& section, std::vector<std::pair<std::string, Section>>* entries) {
   std::vector<AcceleratorSpec> out;
-  for (auto& [name, s] : section.named("accelerators")) {
+  *entries = section.named("accelerators", /*optional=*/true);
+  for (auto& [name, s] : *entries) out.push_back(read_accelerator(s, name, catalog_accelerator(name)));
+  return out;
+}
+
+// The accelerator a host names: the platform's own, else the catalogue's (added to spec.accelerators
+// and to `from_catalogue`). Throws ConfigError at the host's `accelerator` for a name in neither.
+const AcceleratorSpec& host_accelerator(Section& s, const std::string& name, PlatformSpec& spec,
+                                        std::vector<std::string>* from_catalogue) {
+  if (const AcceleratorSpec* own = spec.accelerator(name)) return *own;
+  if (const CatalogAccelerator* known = catalog_accelerator(name)) {
     AcceleratorSpec a;
     a.name = name;
-    // One device: from 1 GFLOPS (a CPU core) to 1e19 FLOPS (10,000 times an H100), so that every step's
-    // simulated time stays finite and meaningful.
-    a.peak_flops = s.quantity("peak", Quantity::flops, std::nullopt, Range::closed(1e9, 1e19));
-    // MFU: below 0.1% of peak no run trains; 1 is the peak itself.
-    a.efficiency = s.number("efficiency", std::nullopt, Range::closed(1e-3, 1));
-    s.finish();
-    out.push_back(a);
+    a.peak_flops = parse_quantity(known->peak, Quantity::flops).value();
+    a.efficiency = known->efficiency;
+    spec.accelerators.push_back(a);
+    from_catalogue->push_back(name);
+    return spec.accelerators.back();
   }
-  if (out.empty()) section.fail("accelerators", "must name at least one accelerator");
-  return out;
+  std::vector<std::string> own_names;
+  for (const auto& a : spec.accelerators) {
+    if (std::find(from_catalogue->begin(), from_catalogue->end(), a.name) == from_catalogue->end()) {
+      own_names.push_back(a.name);
+    }
+  }
+  std::vector<std::string> all = own_names;  // the file's own names first: they win a tie
+  for (const auto& n : catalog_accelerator_names()) all.push_back(n);
+  const std::string closest = nearest_name(name, all);
+  s.fail("accelerator", "accelerator '" + name + "' is not in accelerators (known: " + joined_names(own_names) +
+                            ") nor in the catalogue (" + joined_names(catalog_accelerator_names()) +
+                            "; `locosim accelerators` lists them)" +
+                            (closest.empty() ? "" : "; did you mean '" + closest + "'?"));
+}
+
+// The catalogue entries hosts named go into the resolved platform as if the file had defined them, so that
+// resolved.yaml shows the peak and efficiency the run used. (Reading `accelerators` again starts its resolved
+// mapping afresh: the file's own entries are put back first, in their order.)
+void resolve_catalogue_entries(Section& section, const std::vector<std::pair<std::string, Section>>& own,
+                               const std::vector<std::string>& from_catalogue) {
+  if (from_catalogue.empty()) return;  // the resolved tree as it always was
+  Section accelerators = section.child("accelerators", /*optional=*/true);
+  for (const auto& [name, entry] : own) accelerators.adopt_resolved(name, entry);
+  for (const auto& name : from_catalogue) {
+    Section entry = accelerators.child(name, /*optional=*/true);  // absent from the file: the catalogue's values
+    read_accelerator(entry, name, catalog_accelerator(name));
+  }
 }
 
 // Sites and their sections (kept to point errors found later, such as a missing route, at the site).
@@ -191,10 +249,8 @@ void parse_attachment(Section& s, const std::string& name, const PlatformSpec& s
 }
 
 // Reads the hosts list, expanding `count:` ("home" × 2 → "home-0", "home-1").
-std::vector<HostSpec> parse_hosts(Section& section, const PlatformSpec& spec) {
-  std::vector<std::string> accelerator_names;
-  for (const auto& a : spec.accelerators) accelerator_names.push_back(a.name);
-
+// Catalogue accelerators the hosts name are added to spec.accelerators and to `from_catalogue`.
+std::vector<HostSpec> parse_hosts(Section& section, PlatformSpec& spec, std::vector<std::string>* from_catalogue) {
   std::vector<HostSpec> out;
   std::map<std::string, std::string> defined_by;  // expanded host name → "hosts[i]"
   std::vector<Section> items = section.list("hosts");
@@ -204,16 +260,12 @@ std::vector<HostSpec> parse_hosts(Section& section, const PlatformSpec& spec) {
     std::string name = s.text("name");
     if (!is_plain_name(name)) s.fail("name", "host name '" + name + "' must " + kPlainNameRule);
     h.accelerator = s.text("accelerator");
-    const AcceleratorSpec* accelerator = spec.accelerator(h.accelerator);
-    if (!accelerator) {
-      s.fail("accelerator", "accelerator '" + h.accelerator + "' is not in accelerators (known: " +
-                                joined_names(accelerator_names) + ")");
-    }
+    const AcceleratorSpec accelerator = host_accelerator(s, h.accelerator, spec, from_catalogue);
     h.gpus = static_cast<int>(s.integer("gpus", 1, Range::closed(1, 1e6)));  // a million devices: the largest cluster × 10
     int64_t count = s.integer("count", 1, Range::at_least(1));
     if (count > kMaxHosts) s.fail("count", "must be <= " + std::to_string(kMaxHosts) + " (" + kMaxHostsWhy + "), got " + std::to_string(count));
     parse_attachment(s, name, spec, h);
-    h.speed_flops = h.gpus * accelerator->peak_flops * accelerator->efficiency;
+    h.speed_flops = h.gpus * accelerator.peak_flops * accelerator.efficiency;
     s.finish();
 
     for (int64_t i = 0; i < count; ++i) {
@@ -303,11 +355,14 @@ void check_routes(const PlatformSpec& spec, const std::vector<Section>& site_sec
 PlatformSpec parse_platform(Section& section) {
   PlatformSpec spec;
   spec.file = section.file();
-  spec.accelerators = parse_accelerators(section);
+  std::vector<std::pair<std::string, Section>> own_accelerators;
+  spec.accelerators = parse_accelerators(section, &own_accelerators);
   std::vector<Section> site_sections;
   spec.sites = parse_sites(section, &site_sections);
   spec.wan = parse_wan(section, spec.sites);
-  spec.hosts = parse_hosts(section, spec);
+  std::vector<std::string> from_catalogue;
+  spec.hosts = parse_hosts(section, spec, &from_catalogue);
+  resolve_catalogue_entries(section, own_accelerators, from_catalogue);
   spec.relay = parse_relay(section, spec);
   section.finish();
   check_routes(spec, site_sections);

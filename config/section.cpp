@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "config/error.hpp"
+#include "config/nearest.hpp"
 
 namespace locosim {
 
@@ -180,6 +181,10 @@ std::optional<uint64_t> parse_unsigned(const std::string& text) {
 }
 
 }  // namespace
+
+std::string nearest_name(const std::string& word, const std::vector<std::string>& candidates) {
+  return nearest(word, candidates);
+}
 
 std::string regular_file_problem(const std::string& path, uintmax_t max_bytes) {
   std::error_code ec;
