@@ -7,6 +7,7 @@
 //   locosim run s.yaml --shard 2/8             run one part of a sweep (another machine runs another)
 //   locosim merge s.yaml                       assemble the summaries from the finished runs
 //   locosim submit s.yaml                      run a sweep as a SLURM job array, then merge
+//   locosim accelerators                       the built-in accelerators a host may name, with their sources
 // A run already finished (its folder holds the same scenario hash) is not computed again (--force).
 // Exit codes: 0 done, 1 a run failed, 2 bad input (the message names file:line:column and key),
 // 128 + N stopped by signal N (children stopped, unfinished folders removed).
@@ -21,6 +22,7 @@
 #include <iostream>
 #include <optional>
 
+#include "config/accelerator_catalog.hpp"
 #include "config/cli_options.hpp"
 #include "config/error.hpp"
 #include "config/section.hpp"
@@ -364,6 +366,9 @@ int main(int argc, char** argv) {
   plot_cmd->add_option("-o,--output", plot_dir, "folder for the figures (default: RUN/figures)");
   plot_cmd->add_option("--format", plot_format, "png or svg (default: png)")->check(CLI::IsMember({"png", "svg"}));
 
+  CLI::App* accelerators_cmd = app.add_subcommand(
+      "accelerators", "list the built-in accelerators a host may name (accelerator: h100): peak, efficiency, sources");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -373,6 +378,10 @@ int main(int argc, char** argv) {
 
   try {
     if (*check_cmd) return check(check_files);
+    if (*accelerators_cmd) {
+      std::printf("%s", accelerator_catalog_table().c_str());
+      return 0;
+    }
     if (*plot_cmd) {
       std::vector<std::string> args = {"plot", plot_run, "--format", plot_format};
       if (!plot_dir.empty()) args.insert(args.end(), {"-o", plot_dir});

@@ -263,6 +263,39 @@ TEST_CASE("cli: a corpus that is not UTF-8 or too small is refused before anythi
   fs::remove_all(dir);
 }
 
+TEST_CASE("cli: locosim accelerators lists the catalogue, a host names an entry, and a misspelt one exits 2") {
+  const std::string dir = scratch_dir("accelerators");
+  CliResult listed = run_locosim("accelerators", dir);
+  CAPTURE(listed.err);
+  CHECK(listed.exit_code == 0);
+  CHECK(listed.out.rfind("name ", 0) == 0);
+  CHECK(std::regex_search(listed.out, std::regex("\nh100 +989 TFLOPS +0\\.4 +80 GB HBM3 +NVIDIA H100 SXM5 80GB\n")));
+  CHECK(listed.out.find("\nSources:\n") != std::string::npos);
+  CHECK(listed.out.find("  rtx4090: NVIDIA Ada GPU architecture whitepaper") != std::string::npos);
+
+  // The slow host names the catalogue's RTX 4090: checked, run, and its entry in resolved.yaml.
+  write_corpus(dir + "/corpus.txt", 20000);
+  const std::string scenario = replaced(small_scenario_yaml(), "{name: slow, accelerator: gpu", "{name: slow, accelerator: rtx4090");
+  write_file(dir + "/s.yaml", scenario);
+  CliResult checked = run_locosim("check s.yaml", dir);
+  CAPTURE(checked.err);
+  CHECK(checked.exit_code == 0);
+  CliResult ran = run_locosim("run s.yaml -o out -p ddp", dir);
+  REQUIRE_MESSAGE(ran.exit_code == 0, ran.err);
+  const std::string resolved = read_file(dir + "/out/small/ddp/resolved.yaml");
+  CAPTURE(resolved);
+  CHECK(resolved.find("  rtx4090:\n      peak: 165.2 TFLOPS\n      efficiency: 0.3") != std::string::npos);
+
+  write_file(dir + "/s.yaml", replaced(scenario, "accelerator: rtx4090", "accelerator: rtx409"));
+  CliResult misspelt = run_locosim("check s.yaml", dir);
+  CAPTURE(misspelt.err);
+  CHECK(misspelt.exit_code == 2);
+  CHECK(std::regex_search(misspelt.err, std::regex("error: s\\.yaml:7:[0-9]+: platform\\.hosts\\[1\\]\\.accelerator: "
+                                                   "accelerator 'rtx409' is not in accelerators \\(known: gpu\\) nor in the catalogue \\(a100, ")));
+  CHECK(misspelt.err.find("did you mean 'rtx4090'?") != std::string::npos);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("cli: a run writes a complete folder per policy and the same scenario twice gives identical files") {
   const std::string dir = scratch_dir("run");
   write_corpus(dir + "/corpus.txt", 20000);
