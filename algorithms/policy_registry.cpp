@@ -6,6 +6,7 @@
 #include "algorithms/ddp.hpp"
 #include "algorithms/demo.hpp"
 #include "algorithms/diloco.hpp"
+#include "algorithms/eager_diloco.hpp"
 #include "algorithms/fedavg.hpp"
 #include "algorithms/noloco.hpp"
 #include "algorithms/sparta.hpp"
@@ -18,6 +19,7 @@ const std::vector<PolicyEntry>& policy_registry() {
       ddp_policy(),
       diloco_policy(),
       demo_policy(),
+      eager_diloco_policy(),
       streaming_diloco_policy(),
       co2_policy(),
       fedavg_policy(),
