@@ -9,6 +9,7 @@
 #include "algorithms/eager_diloco.hpp"
 #include "algorithms/fedavg.hpp"
 #include "algorithms/noloco.hpp"
+#include "algorithms/sparseloco.hpp"
 #include "algorithms/sparta.hpp"
 #include "algorithms/streaming_diloco.hpp"
 
@@ -27,6 +28,7 @@ const std::vector<PolicyEntry>& policy_registry() {
       noloco_policy(),
       sparta_policy(),
       sparta_diloco_policy(),
+      sparseloco_policy(),
   };
   return entries;
 }
