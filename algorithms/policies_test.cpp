@@ -107,3 +107,19 @@ TEST_CASE("registry: every entry's example parses into its policy, names are uni
   CHECK(policy_names().size() == policy_registry().size());
   CHECK(find_policy("no_such_policy") == nullptr);
 }
+
+TEST_CASE("registry: the README's policy and failure tables and locosim policies name every registered policy") {
+  std::ifstream in("README.md");
+  const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(!readme.empty());
+  const std::string policies = readme.substr(readme.find("\n## Policies\n"));
+  const std::string failures = readme.substr(readme.find("| policy | when a collective fails |"));
+  const std::string table = policy_table();
+  for (const PolicyEntry& e : policy_registry()) {
+    CAPTURE(e.name);
+    CHECK(policies.find("| `" + e.name + "` |") != std::string::npos);  // its row in the policy table
+    const std::string failure_rows = failures.substr(0, failures.find("\n\n"));
+    CHECK(failure_rows.find("`" + e.name + "`") != std::string::npos);
+    CHECK(table.find("| `" + e.name + "` | " + e.paper + " | " + e.bytes_per_round) != std::string::npos);
+  }
+}

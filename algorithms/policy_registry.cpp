@@ -33,6 +33,16 @@ const std::vector<PolicyEntry>& policy_registry() {
   return entries;
 }
 
+std::string policy_table() {
+  std::string out = "| policy | source | bytes per worker per round, each way | when a collective fails | a returning worker |\n";
+  out += "|---|---|---|---|---|\n";
+  for (const PolicyEntry& e : policy_registry()) {
+    out += "| `" + e.name + "` | " + e.paper + " | " + e.bytes_per_round + " | " + e.on_failed_collective + " | " +
+           e.handover + " |\n";
+  }
+  return out;
+}
+
 const PolicyEntry* find_policy(const std::string& name) {
   for (const PolicyEntry& e : policy_registry()) {
     if (e.name == name) return &e;

@@ -89,4 +89,8 @@ const std::vector<PolicyEntry>& policy_registry();
 // The entry named `name`; nullptr if none.
 const PolicyEntry* find_policy(const std::string& name);
 
+// Every registered policy's traits as a Markdown table (name, source, bytes per round, rule on a failed
+// collective, handover): what `locosim policies` prints.
+std::string policy_table();
+
 }  // namespace locosim

@@ -8,6 +8,7 @@
 //   locosim merge s.yaml                       assemble the summaries from the finished runs
 //   locosim submit s.yaml                      run a sweep as a SLURM job array, then merge
 //   locosim accelerators                       the built-in accelerators a host may name, with their sources
+//   locosim policies                           the registered policies and their traits
 // A run already finished (its folder holds the same scenario hash) is not computed again (--force).
 // Exit codes: 0 done, 1 a run failed, 2 bad input (the message names file:line:column and key),
 // 128 + N stopped by signal N (children stopped, unfinished folders removed).
@@ -22,6 +23,7 @@
 #include <iostream>
 #include <optional>
 
+#include "algorithms/policy_registry.hpp"
 #include "config/accelerator_catalog.hpp"
 #include "config/cli_options.hpp"
 #include "config/error.hpp"
@@ -366,6 +368,9 @@ int main(int argc, char** argv) {
   plot_cmd->add_option("-o,--output", plot_dir, "folder for the figures (default: RUN/figures)");
   plot_cmd->add_option("--format", plot_format, "png or svg (default: png)")->check(CLI::IsMember({"png", "svg"}));
 
+  CLI::App* policies_cmd = app.add_subcommand(
+      "policies", "list the registered policies: source, bytes per round, rule on a failed collective, handover");
+
   CLI::App* accelerators_cmd = app.add_subcommand(
       "accelerators", "list the built-in accelerators a host may name (accelerator: h100): peak, efficiency, sources");
 
@@ -378,6 +383,10 @@ int main(int argc, char** argv) {
 
   try {
     if (*check_cmd) return check(check_files);
+    if (*policies_cmd) {
+      std::printf("%s", policy_table().c_str());
+      return 0;
+    }
     if (*accelerators_cmd) {
       std::printf("%s", accelerator_catalog_table().c_str());
       return 0;
