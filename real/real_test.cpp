@@ -38,14 +38,6 @@ std::string column_header(const std::string& path) {
   return text.substr(0, text.find('\n'));
 }
 
-// Drops the time_s column: wall-clock on the real backend, simulated in the simulator.
-std::string without_times(const std::string& metrics_csv) {
-  std::string out, line;
-  std::istringstream in(metrics_csv);
-  while (std::getline(in, line)) out += line.substr(line.find(',') + 1) + "\n";
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("real: every policy gives the simulator's losses and final parameters with 2 ranks on CPU") {

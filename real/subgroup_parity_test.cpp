@@ -21,13 +21,6 @@ std::string four_rank_scenario() {
   return yaml.substr(0, yaml.find("policies:")) + "policies:\n  - {name: noloco, inner_steps: 2, seed: 5}\n";
 }
 
-std::string without_times(const std::string& metrics_csv) {
-  std::string out, line;
-  std::istringstream in(metrics_csv);
-  while (std::getline(in, line)) out += line.substr(line.find(',') + 1) + "\n";
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("real: NoLoCo's pairs on 4 ranks (subgroup all-reduces) give the simulator's losses and final parameters") {

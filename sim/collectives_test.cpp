@@ -37,22 +37,6 @@ PlatformSpec identical_hosts(int k, double up_mbps, double down_mbps, double lat
 const double kUpBps = 10e6, kDownBps = 100e6, kWorkerLatencyS = 0.010, kRelayLatencyS = 0.001;
 const std::string kRelay = "relay: {uplink: " + link(10000, 1) + ", downlink: " + link(10000, 1) + "}\n";
 
-// Two sites of two hosts (ranks 0-1 in eu, 2-3 in us) on a 10 Gbps, 5 us LAN, joined by a 100 Mbps,
-// 20 ms wan path; and a relay with its own links.
-const char* kTwoSites =
-    "accelerators: {gpu: {peak: 100 TFLOPS, efficiency: 0.5}}\n"
-    "sites:\n"
-    "  eu: {lan: {bandwidth: 10 Gbps, latency: 5 us}, uplink: {bandwidth: 100 Mbps, latency: 20 ms},\n"
-    "       downlink: {bandwidth: 100 Mbps, latency: 20 ms}}\n"
-    "  us: {lan: {bandwidth: 10 Gbps, latency: 5 us}, uplink: {bandwidth: 100 Mbps, latency: 20 ms},\n"
-    "       downlink: {bandwidth: 100 Mbps, latency: 20 ms}}\n"
-    "wan:\n"
-    "  - {from: eu, to: us, bandwidth: 100 Mbps, latency: 20 ms}\n"
-    "hosts:\n"
-    "  - {name: e, site: eu, accelerator: gpu, count: 2}\n"
-    "  - {name: u, site: us, accelerator: gpu, count: 2}\n"
-    "relay: {uplink: {bandwidth: 10 Gbps, latency: 1 ms}, downlink: {bandwidth: 10 Gbps, latency: 1 ms}}\n";
-
 PlatformSpec parse(const std::string& yaml) { return platform_from_yaml(yaml, "test.yaml"); }
 
 using Sim = TestSim;

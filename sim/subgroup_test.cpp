@@ -18,20 +18,6 @@ using namespace locosim;
 
 namespace {
 
-// Two sites of two hosts (ranks 0-1 in eu, 2-3 in us) on a 10 Gbps, 5 us LAN, joined by a 100 Mbps,
-// 20 ms WAN.
-const char* kTwoSites =
-    "accelerators: {gpu: {peak: 100 TFLOPS, efficiency: 0.5}}\n"
-    "sites:\n"
-    "  eu: {lan: {bandwidth: 10 Gbps, latency: 5 us}, uplink: {bandwidth: 100 Mbps, latency: 20 ms},\n"
-    "       downlink: {bandwidth: 100 Mbps, latency: 20 ms}}\n"
-    "  us: {lan: {bandwidth: 10 Gbps, latency: 5 us}, uplink: {bandwidth: 100 Mbps, latency: 20 ms},\n"
-    "       downlink: {bandwidth: 100 Mbps, latency: 20 ms}}\n"
-    "wan:\n"
-    "  - {from: eu, to: us, bandwidth: 100 Mbps, latency: 20 ms}\n"
-    "hosts:\n"
-    "  - {name: e, site: eu, accelerator: gpu, count: 2}\n"
-    "  - {name: u, site: us, accelerator: gpu, count: 2}\n";
 const double kLanBps = 10e9, kWanBps = 100e6;
 const double kLanLatencyS = 2 * 5e-6;               // lan up + lan down
 const double kWanLatencyS = 5e-6 + 0.020 + 5e-6;    // lan up + wan + lan down

@@ -1,7 +1,9 @@
 // Helpers for tests that run the built `locosim` binary: a scratch folder with a generated corpus,
 // and a way to run the CLI and capture its exit code and output.
 #pragma once
+#include <map>
 #include <string>
+#include <vector>
 
 namespace locosim::testing {
 
@@ -35,5 +37,13 @@ std::string read_file(const std::string& path);
 // The scenario every CLI test starts from: 2 workers on an inline asymmetric platform, the tiny
 // model with seq_len 16, 12 steps, ddp and diloco, corpus.txt beside it.
 std::string small_scenario_yaml();
+
+// A CSV's text without its first column (metrics.csv's time_s: wall-clock on the real backend,
+// simulated in the simulator).
+std::string without_times(const std::string& csv);
+
+// From an events.csv's text: per worker, the bytes it sent between consecutive compute spans (one
+// step's syncs), those not zero.
+std::map<int, std::vector<double>> sent_per_sync(const std::string& events_csv);
 
 }  // namespace locosim::testing

@@ -17,30 +17,6 @@ using namespace locosim::testing;
 
 namespace {
 
-// Per worker, the bytes it sent between consecutive compute spans (one step's syncs), those not zero.
-std::map<int, std::vector<double>> sent_per_sync(const std::string& events_csv) {
-  std::istringstream in(events_csv);
-  std::string line;
-  std::getline(in, line);
-  REQUIRE(line == "worker,kind,start_s,end_s,bytes,peer");
-  std::map<int, std::vector<double>> out;
-  std::map<int, double> open;
-  auto close = [&](int worker) {
-    if (open[worker] > 0) out[worker].push_back(open[worker]);
-    open[worker] = 0;
-  };
-  while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    std::istringstream row(line);
-    for (std::string cell; std::getline(row, cell, ',');) f.push_back(cell);
-    const int worker = std::stoi(f.at(0));
-    if (f.at(1) == "compute") close(worker);
-    if (f.at(1) == "send") open[worker] += std::stod(f.at(4));
-  }
-  for (auto& [worker, bytes] : open) close(worker);
-  return out;
-}
-
 // The README's bytes of one tensor: chunks as DeMo's (1-D: 1 × n; else shape[0] × the rest; blocks
 // min(extent, s) per axis, padded).
 double tensor_bytes(const std::vector<int64_t>& shape, int64_t s, int64_t k) {
