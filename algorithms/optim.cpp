@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "algorithms/muon.hpp"
 #include "algorithms/torch_time.hpp"
 #include "config/section.hpp"
 
@@ -12,16 +13,24 @@ namespace locosim {
 
 OptimizerConfig OptimizerConfig::parse(Section& s) {
   OptimizerConfig c;
-  c.name = s.choice("name", {"adamw", "sgd"}, c.name);
-  c.lr = s.number("lr", c.lr, Range::open_closed(0, kMaxLr));
+  c.name = s.choice("name", {"adamw", "sgd", "muon"}, c.name);
+  // muon: lr is the Muon matrices' (the reference's 0.02), adamw_lr the other parameters'.
+  c.lr = s.number("lr", c.name == "muon" ? 0.02 : c.lr, Range::open_closed(0, kMaxLr));
   c.weight_decay =
       s.number("weight_decay", c.name == "sgd" ? 0.0 : c.weight_decay, Range::closed(0, kMaxWeightDecay));
-  if (c.name == "adamw") {
+  if (c.name == "adamw" || c.name == "muon") {
     std::vector<double> betas = s.numbers("betas", 2, std::vector<double>{c.beta1, c.beta2}, Range::closed_open(0, 1));
     c.beta1 = betas[0];
     c.beta2 = betas[1];
     c.eps = s.number("eps", c.eps, Range::open_closed(0, 1));  // divides by sqrt(v) + eps: 1e-8 is usual
-  } else {
+  }
+  if (c.name == "muon") {
+    c.momentum = s.number("momentum", 0.95, Range::closed_open(0, 1));
+    c.nesterov = s.flag("nesterov", c.nesterov);
+    // Each iteration is three matrix products per matrix; the reference's 5 already orthogonalises.
+    c.ns_steps = s.integer("ns_steps", c.ns_steps, Range::closed(1, 100));
+    c.adamw_lr = s.number("adamw_lr", c.adamw_lr, Range::open_closed(0, kMaxLr));
+  } else if (c.name == "sgd") {
     c.momentum = s.number("momentum", c.momentum, Range::closed_open(0, 1));
   }
   // < train.steps, checked by TrainConfig::parse (it knows the steps).
@@ -36,6 +45,20 @@ OptimizerConfig OptimizerConfig::parse(Section& s) {
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& params,
                                                         const OptimizerConfig& cfg) {
+  if (cfg.name == "muon") {
+    std::vector<torch::Tensor> matrices, others;
+    const std::vector<bool> mask = muon_matrix_mask(params);
+    for (size_t i = 0; i < params.size(); ++i) (mask[i] ? matrices : others).push_back(params[i]);
+    MuonOptions muon;
+    muon.lr = cfg.lr;
+    muon.momentum = cfg.momentum;
+    muon.nesterov = cfg.nesterov;
+    muon.ns_steps = cfg.ns_steps;
+    muon.weight_decay = cfg.weight_decay;
+    return std::make_unique<Muon>(
+        matrices, others, muon,
+        torch::optim::AdamWOptions(cfg.adamw_lr).betas({cfg.beta1, cfg.beta2}).eps(cfg.eps).weight_decay(cfg.weight_decay));
+  }
   if (cfg.name == "sgd") {
     return std::make_unique<torch::optim::SGD>(
         params, torch::optim::SGDOptions(cfg.lr).momentum(cfg.momentum).weight_decay(cfg.weight_decay));
@@ -44,6 +67,10 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch:
                                                            .betas({cfg.beta1, cfg.beta2})
                                                            .eps(cfg.eps)
                                                            .weight_decay(cfg.weight_decay));
+}
+
+double optimizer_flops_per_step(const std::vector<torch::Tensor>& params, const OptimizerConfig& cfg) {
+  return cfg.name == "muon" ? muon_flops_per_step(params, cfg.ns_steps) : 0.0;
 }
 
 double scheduled_lr(const OptimizerConfig& cfg, int64_t step, int64_t total_steps) {
@@ -60,6 +87,11 @@ void optimizer_step(torch::optim::Optimizer& opt, const std::vector<torch::Tenso
   TorchTimer timer(torch_time().optimizer_ns);
   double lr = scheduled_lr(cfg, step, total_steps);
   for (auto& group : opt.param_groups()) group.options().set_lr(lr);
+  if (auto* muon = dynamic_cast<Muon*>(&opt)) {
+    OptimizerConfig adam = cfg;  // the same schedule, peaking at adamw_lr
+    adam.lr = cfg.adamw_lr;
+    muon->set_lrs(lr, scheduled_lr(adam, step, total_steps));
+  }
   // Parameters on the meta device (a timing-only run) have no values to update: one step gives the
   // optimizer its state's shapes (what a joiner downloads), and the others would change nothing.
   const bool meta = !params.empty() && params.front().is_meta();

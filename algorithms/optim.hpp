@@ -1,4 +1,4 @@
-// The inner optimizer every policy trains with (AdamW or SGD), its learning-rate schedule and
+// The inner optimizer every policy trains with (AdamW, SGD or Muon), its learning-rate schedule and
 // gradient clipping. One config, read from the scenario's train.optimizer.
 #pragma once
 #include <torch/optim.h>
@@ -19,13 +19,17 @@ constexpr double kMaxOuterLr = 10;         // outer step sizes (DiLoCo η 0.7, F
 constexpr double kMaxWeightDecay = 10;     // decoupled decay multiplies lr·wd: above 1/lr it zeroes the weights
 
 struct OptimizerConfig {
-  std::string name = "adamw";    // adamw | sgd (sgd: plain, for identity tests and FedAvg-style runs)
-  double lr = 1e-3;              // peak learning rate
-  double weight_decay = 0.1;     // decoupled (AdamW); L2 for sgd
-  double beta1 = 0.9;            // AdamW betas (0.9, 0.95) as in OpenDiLoCo
+  std::string name = "adamw";    // adamw | sgd (sgd: plain, for identity tests and FedAvg-style runs) |
+                                 // muon (algorithms/muon.hpp: hidden matrices by Muon, the rest by AdamW)
+  double lr = 1e-3;              // peak learning rate (muon: of the Muon matrices, 0.02 unless given)
+  double weight_decay = 0.1;     // decoupled (AdamW, Muon); L2 for sgd
+  double beta1 = 0.9;            // AdamW betas (0.9, 0.95) as in OpenDiLoCo; muon: of its AdamW part
   double beta2 = 0.95;
   double eps = 1e-8;
-  double momentum = 0.0;         // sgd only
+  double momentum = 0.0;         // sgd; muon (0.95 unless given)
+  bool nesterov = true;          // muon only
+  int64_t ns_steps = 5;          // muon only: Newton-Schulz iterations
+  double adamw_lr = 1e-3;        // muon only: peak lr of the parameters AdamW updates (embedding, gains)
   int64_t warmup_steps = 0;      // linear warmup from 0 to lr
   std::string schedule = "cosine";  // cosine (to min_lr_ratio·lr at the last step) | constant
   double min_lr_ratio = 0.1;
@@ -36,6 +40,9 @@ struct OptimizerConfig {
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& params,
                                                         const OptimizerConfig& cfg);
+
+// Newton-Schulz FLOPs of one Muon step on `params` (0 unless cfg.name is muon); see algorithms/muon.hpp.
+double optimizer_flops_per_step(const std::vector<torch::Tensor>& params, const OptimizerConfig& cfg);
 
 // The learning rate at `step` (0-based) of `total_steps`.
 double scheduled_lr(const OptimizerConfig& cfg, int64_t step, int64_t total_steps);
