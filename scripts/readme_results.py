@@ -26,6 +26,7 @@ BLOCKS = {
     "volunteers-churn": ["run", "scenarios/volunteers-churn.yaml", "--seeds", "3"],
     "mixed-gpus": ["run", "scenarios/mixed-gpus.yaml", "--seeds", "3"],
     "tuned-diloco": ["run", "scenarios/tuned-diloco.yaml"],
+    "compare-all": ["run", "scenarios/compare-all.yaml", "--seeds", "3"],
 }
 
 LEFT_OUT = re.compile(r"^(\[\d+/\d+\] |note: |\d+ of \d+ runs finished earlier)")
