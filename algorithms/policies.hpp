@@ -19,7 +19,7 @@ struct PolicySpec {
   std::string name;    // the policy ("diloco")
   std::string label;   // the run's name in tables and folders ("diloco-h50"); defaults to name
   std::any config;     // the policy's Config (DiLoCoConfig for diloco): std::any_cast<const DiLoCoConfig&>
-  // A point of an entry's `tune:` grid (config/scenario.cpp): the entry's label, and this point's
+  // A point of an entry's `tune:` grid (scenario/scenario.cpp): the entry's label, and this point's
   // values (key, value as written). Empty for an entry without one.
   std::string tuned_from;
   std::vector<std::pair<std::string, std::string>> tune_values;
@@ -35,7 +35,7 @@ const std::vector<std::string>& policy_names();
 PolicySpec parse_policy(Section& s);
 
 // The policy's synchronization period (PolicyTraits::sync_period) as (key, steps). A period longer
-// than train.steps would never synchronize: the scenario checks it (config/scenario.cpp).
+// than train.steps would never synchronize: the scenario checks it (scenario/scenario.cpp).
 std::optional<std::pair<std::string, int64_t>> sync_period(const PolicySpec& spec);
 
 // Whether the policy's numbers depend on the clock (PolicyTraits::reads_clock): the others train the

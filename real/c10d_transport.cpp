@@ -22,7 +22,7 @@ using std::chrono::milliseconds;
 constexpr milliseconds kPoll{50};
 
 // One flat tensor of all xs (so one collective carries a policy's whole payload), in host memory:
-// Gloo moves host buffers, and a GPU's tensors are staged there (config/device.hpp).
+// Gloo moves host buffers, and a GPU's tensors are staged there (scenario/device.hpp).
 torch::Tensor flatten(const std::vector<torch::Tensor>& xs) {
   std::vector<torch::Tensor> flat;
   for (const auto& x : xs) flat.push_back(x.detach().reshape({-1}));

@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <optional>
 
-#include "config/device.hpp"
+#include "scenario/device.hpp"
 #include "config/cli_options.hpp"
 #include "config/error.hpp"
 #include "config/section.hpp"

@@ -18,7 +18,7 @@
 #include <type_traits>
 
 #include "algorithms/train_loop.hpp"
-#include "config/device.hpp"
+#include "scenario/device.hpp"
 #include "real/auth_store.hpp"
 #include "real/heartbeat.hpp"
 #include "real/relay.hpp"

@@ -4,7 +4,7 @@
 #pragma once
 #include <string>
 
-#include "config/scenario.hpp"
+#include "scenario/scenario.hpp"
 #include "real/auth.hpp"
 #include "real/c10d_transport.hpp"
 #include "real/rank_env.hpp"

@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <string>
 
-#include "config/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 namespace locosim {
 

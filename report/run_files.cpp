@@ -2,7 +2,7 @@
 #include "report/run_files.hpp"
 
 #include "algorithms/policies.hpp"
-#include "config/scenario.hpp"
+#include "scenario/scenario.hpp"
 #include "report/link_report.hpp"
 #include "report/output_file.hpp"
 #include "report/recorder_csv.hpp"

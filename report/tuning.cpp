@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "config/scenario.hpp"
+#include "scenario/scenario.hpp"
 #include "report/csv_field.hpp"
 #include "report/seed_table.hpp"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "config/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 namespace locosim {
 

@@ -24,7 +24,7 @@
 
 #include "algorithms/policies.hpp"
 #include "algorithms/torch_time.hpp"
-#include "config/device.hpp"
+#include "scenario/device.hpp"
 #include "config/error.hpp"
 #include "report/csv_field.hpp"
 #include "report/output_file.hpp"

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "config/scenario.hpp"
+#include "scenario/scenario.hpp"
 #include "report/seed_table.hpp"
 #include "report/summary.hpp"
 #include "sim/sweep.hpp"

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "config/device.hpp"
+#include "scenario/device.hpp"
 #include "report/recorder_csv.hpp"
 #include "report/run_files.hpp"
 #include "report/summary.hpp"

@@ -5,7 +5,7 @@
 #include <functional>
 #include <string>
 
-#include "config/scenario.hpp"
+#include "scenario/scenario.hpp"
 #include "report/recorder_csv.hpp"
 
 namespace locosim {

@@ -1,4 +1,4 @@
-// A scenario's `sweep:` block (schema in config/scenario.cpp): the grid of values it names, expanded
+// A scenario's `sweep:` block (schema in scenario/scenario.cpp): the grid of values it names, expanded
 // into one validated Scenario per point. Not here: running them (sim/run.hpp).
 #pragma once
 #include <cstdint>
@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "config/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 namespace locosim {
 

@@ -53,7 +53,7 @@ struct Scenario {
   TrainConfig train;
   TimingConfig timing;
   int threads = 1;                  // LibTorch intra-op threads (results depend on it: part of the scenario)
-  std::string device = "cpu";       // runtime.device: cpu, cuda or cuda:N (config/device.hpp)
+  std::string device = "cpu";       // runtime.device: cpu, cuda or cuda:N (scenario/device.hpp)
   std::optional<ConfigError> device_at;  // where runtime.device is in the file, for errors raised at run time
   // numerics: none: every policy's schedule of compute and collectives without the training itself
   // (parameters on torch's meta device: shapes, no values). Same times and bytes; no loss.

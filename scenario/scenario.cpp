@@ -14,7 +14,7 @@
 //   train:   {steps: 200, batch_size: 8, eval_every: 50, eval_batches: 4, target_loss: 2.5,
 //             optimizer: {name: adamw, lr: 1e-3, ...}}
 //   timing:  {params: 1.1e9, tokens_per_step: 524288}           # optional: price as a larger model
-//   runtime: {threads: 1, device: cpu}                        # device: cpu | cuda | cuda:N (config/device.hpp)
+//   runtime: {threads: 1, device: cpu}                        # device: cpu | cuda | cuda:N (scenario/device.hpp)
 //   report:  {link_bucket: auto, trace: messages}               # links.csv time bucket: auto (~200) or "10 s";
 //                                                                # trace.json: messages | collectives | none
 //   policies: [ddp, {name: diloco, label: diloco-h50, inner_steps: 50}]
@@ -25,9 +25,9 @@
 // policy entry labelled (or else named) x. A platform file is read into the scenario when a key under
 // platform. reaches into it. The grid is every combination (first key slowest); each point is checked
 // before anything runs and runs into runs/<name>/<point>/<policy>/, with one runs/<name>/summary.csv.
-#include "config/scenario.hpp"
+#include "scenario/scenario.hpp"
 
-#include "config/device.hpp"
+#include "scenario/device.hpp"
 
 #include <cctype>
 #include <cmath>
@@ -243,7 +243,7 @@ static Scenario read_scenario(Section& top, const std::string& path) {
   if (!valid_device_name(s.device)) {
     runtime.fail("device", "must be cpu, cuda or cuda:N (N a GPU index from 0 to 63), got '" + s.device + "'");
   }
-  // Whether this machine has the GPU is asked where the run starts (config/device.hpp): a scenario
+  // Whether this machine has the GPU is asked where the run starts (scenario/device.hpp): a scenario
   // for GPU nodes is checked and submitted from a login node without one.
   s.device_at = runtime.error("device", "");
   runtime.finish();

@@ -1,5 +1,5 @@
 // runtime.device (see device.hpp).
-#include "config/device.hpp"
+#include "scenario/device.hpp"
 
 #include <ATen/Context.h>
 #include <torch/cuda.h>
@@ -7,7 +7,7 @@
 
 #include <cstdlib>
 
-#include "config/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 namespace locosim {
 
