@@ -51,6 +51,22 @@ void fail_collective(SimWorld& world, const CollectiveId& id) {
   }
 }
 
+// Forgets a collective every member has read (or left): a subgroup's leaves its group's index too,
+// and a group with none in flight leaves the index (NoLoCo draws new pairs every round).
+static void erase_collective(SimWorld& world, const CollectiveId& id) {
+  auto it = world.in_flight.find(id);
+  if (it == world.in_flight.end()) return;
+  if (id.subgroup) {
+    auto open = world.subgroups_open.find(it->second.named);
+    if (open != world.subgroups_open.end()) {
+      auto& serials = open->second;
+      serials.erase(std::remove(serials.begin(), serials.end(), id.n), serials.end());
+      if (serials.empty()) world.subgroups_open.erase(open);
+    }
+  }
+  world.in_flight.erase(it);
+}
+
 void leave_group(SimWorld& world, int rank) {
   world.in_group[rank] = false;
   std::vector<CollectiveId> erased;
@@ -60,7 +76,7 @@ void leave_group(SimWorld& world, int rank) {
     c.unread.erase(rank);  // it will never take the result
     if (c.unread.empty()) erased.push_back(id);
   }
-  for (const CollectiveId& id : erased) world.in_flight.erase(id);
+  for (const CollectiveId& id : erased) erase_collective(world, id);
 }
 
 double SimTransport::now_s() const { return sg4::Engine::get_clock(); }
@@ -190,19 +206,13 @@ static sg4::ActorPtr run_side(SimWorld& world, CollectiveId id, const std::strin
 
 CollectiveId SimTransport::next_id(const std::vector<int>& group) {
   if (group.empty()) return {false, next_seq_++};
-  auto& open = world_.subgroups_open[group];
-  for (auto it = open.begin(); it != open.end();) {
-    auto c = world_.in_flight.find({true, *it});
-    if (c == world_.in_flight.end()) {  // ended: forget it
-      it = open.erase(it);
-      continue;
+  auto& open = world_.subgroups_open[group];  // its collectives in flight, oldest first
+  for (uint64_t serial : open) {
+    const SimCollective& c = world_.in_flight.at({true, serial});
+    if (std::binary_search(c.members.begin(), c.members.end(), rank_) &&
+        std::find(c.joined.begin(), c.joined.end(), rank_) == c.joined.end()) {
+      return {true, serial};
     }
-    const std::vector<int>& joined = c->second.joined;
-    if (std::binary_search(c->second.members.begin(), c->second.members.end(), rank_) &&
-        std::find(joined.begin(), joined.end(), rank_) == joined.end()) {
-      return c->first;
-    }
-    ++it;
   }
   open.push_back(world_.next_subgroup++);
   return {true, open.back()};
@@ -280,7 +290,7 @@ bool SimTransport::finish(const CollectiveId& id, const std::function<void(SimCo
     salvage(*c);
   }
   c->unread.erase(rank_);
-  if (c->unread.empty()) world_.in_flight.erase(id);
+  if (c->unread.empty()) erase_collective(world_, id);
   return completed;
 }
 

@@ -82,7 +82,7 @@ struct SimWorld {
   StepPool* pool = nullptr;
   std::map<CollectiveId, SimCollective> in_flight;
   uint64_t next_subgroup = 0;                                     // a subgroup collective's serial number
-  std::map<std::vector<int>, std::vector<uint64_t>> subgroups_open;  // by group: its serials, oldest first
+  std::map<std::vector<int>, std::vector<uint64_t>> subgroups_open;  // by group: its serials in flight, oldest first
   // What the world will still do (a route that stays cut, a host that stays off): the scenario's
   // platform and world. Null: a world that never changes.
   const PlatformSpec* platform = nullptr;
