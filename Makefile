@@ -5,22 +5,28 @@ FUZZ_SECONDS ?= 600
 FUZZ_RUNS ?=
 PEER ?= ../shared/peers/diloco_peer.py
 
-.PHONY: deps bench-deps configure build demo test bench fuzz clean
+.PHONY: deps demo-deps bench-deps configure build demo test bench fuzz clean
+CONFIGURE = cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 
 deps:
 	@./scripts/install-deps.sh
+
+# The demo installs only what it builds with (no fuzzer toolchain, Jupyter, Chromium or SLURM).
+demo-deps:
+	@./scripts/install-deps.sh --demo
 
 bench-deps:
 	@./scripts/install-deps.sh --bench
 
 configure: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@$(CONFIGURE)
 
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
 # The demo needs the simulator's two programs, not the tests.
-demo: configure
+demo: demo-deps
+	@$(CONFIGURE)
 	@cmake --build $(BUILD) -j $(JOBS) --target locosim locosim-sim
 	./$(BUILD)/locosim run scenarios/quickstart.yaml
 

@@ -1,22 +1,34 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages locosim builds and runs with, and caches the default corpus.
-#   scripts/install-deps.sh [--bench]
+#   scripts/install-deps.sh [--demo | --plot | --bench]
+#     --demo   only what `make demo` needs: the compiler, the libraries and the corpus
+#     --plot   that and the system Python's plotting (`locosim plot`, `report --html`, the notebooks)
+#     (none)   everything `make test` needs: also clang for the fuzzers, Jupyter, Chromium and SLURM
+#     --bench  everything, and PyTorch for the Python peer that `make bench` races (bench/peer.py)
 # Idempotent: does nothing when everything is already there.
 set -euo pipefail
 
-packages=(
-  build-essential cmake make pkg-config
+demo=(
+  build-essential cmake make pkg-config python3
   libsimgrid-dev libtorch-dev libeigen3-dev libyaml-cpp-dev doctest-dev
   libopenblas0-openmp libgloo-dev libcli11-dev libfmt-dev nlohmann-json3-dev libssl-dev
   bible-kjv
-  clang libclang-rt-dev
-  python3-pandas python3-matplotlib jupyter-nbconvert python3-ipykernel
-  python3-pil chromium  # `locosim plot` checks its PNGs; the HTML page is tested in headless Chromium
-  slurmctld slurmd slurm-client munge  # the private test cluster of scripts/slurm-cluster.sh
+)
+plot=(python3-pandas python3-matplotlib python3-pil)
+test=(
+  clang libclang-rt-dev                  # the fuzzers (fuzz/run.sh)
+  jupyter-nbconvert python3-ipykernel    # the notebooks' tests
+  chromium                               # the HTML page is tested in headless Chromium
+  slurmctld slurmd slurm-client munge    # the private test cluster of scripts/slurm-cluster.sh
 )
 
-# `make bench` (--bench) also needs PyTorch for the Python peer it races (bench/peer.py).
-if [ "${1:-}" = "--bench" ]; then packages+=(python3-torch); fi
+case "${1:-}" in
+  --demo) packages=("${demo[@]}") ;;
+  --plot) packages=("${demo[@]}" "${plot[@]}") ;;
+  "") packages=("${demo[@]}" "${plot[@]}" "${test[@]}") ;;
+  --bench) packages=("${demo[@]}" "${plot[@]}" "${test[@]}" python3-torch) ;;
+  *) echo "usage: scripts/install-deps.sh [--demo | --plot | --bench]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
