@@ -57,12 +57,22 @@ namespace {
 const Range kBandwidthRange = Range::closed(1e3, 1e16);  // bit/s
 const Range kLatencyRange = Range::closed(0, 3600);      // s
 
+// A link's one-way latency: `latency: 20 ms`, or `rtt: 40 ms` (what ping prints: there and back, so
+// half of it each way), not both.
+double one_way_latency(Section& s) {
+  if (!s.has("rtt")) return s.quantity("latency", Quantity::duration_s, std::nullopt, kLatencyRange);
+  if (s.has("latency")) {
+    s.fail("rtt", "give latency (one way) or rtt (the round trip ping prints, twice the one-way latency), not both");
+  }
+  return s.quantity("rtt", Quantity::duration_s, std::nullopt, Range::closed(0, 2 * kLatencyRange.hi)) / 2;
+}
+
 // One direction of a link: {bandwidth: 20 Mbps, latency: 10 ms}. A zero latency is allowed.
 LinkSpec parse_link(Section& parent, const std::string& key) {
   Section s = parent.child(key);
   LinkSpec link;
   link.bandwidth_bps = s.quantity("bandwidth", Quantity::bandwidth_bps, std::nullopt, kBandwidthRange);
-  link.latency_s = s.quantity("latency", Quantity::duration_s, std::nullopt, kLatencyRange);
+  link.latency_s = one_way_latency(s);
   s.finish();
   return link;
 }
@@ -204,7 +214,7 @@ std::vector<WanSpec> parse_wan(Section& section, const std::vector<SiteSpec>& si
     }
     if (w.from == w.to) s.fail("to", "a wan entry joins two different sites, got '" + w.from + "' twice");
     w.link.bandwidth_bps = s.quantity("bandwidth", Quantity::bandwidth_bps, std::nullopt, kBandwidthRange);
-    w.link.latency_s = s.quantity("latency", Quantity::duration_s, std::nullopt, kLatencyRange);
+    w.link.latency_s = one_way_latency(s);
     bool both_ways = s.flag("both_ways", true);
     s.finish();
 

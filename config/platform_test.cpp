@@ -91,6 +91,32 @@ TEST_CASE("platform: a one-way wan entry and both access links give every pair a
   CHECK(p.wan[1].link.bandwidth_bps == doctest::Approx(2e9));
 }
 
+TEST_CASE("platform: rtt is the round trip, half of it each way, and latency and rtt together are refused") {
+  PlatformSpec p = parse(std::string(kAccelerators) + kTwoSites +
+                         "wan:\n"
+                         "  - {from: eu, to: us, bandwidth: 1 Gbps, rtt: 80 ms}\n"
+                         "hosts:\n"
+                         "  - {name: home, accelerator: rtx4090,\n"
+                         "     uplink: {bandwidth: 20 Mbps, rtt: 30 ms}, downlink: {bandwidth: 200 Mbps, latency: 15 ms}}\n"
+                         "  - {name: dc, site: eu, accelerator: h100}\n");
+  CHECK(p.wan[0].link.latency_s == doctest::Approx(0.040));
+  CHECK(p.wan[1].link.latency_s == doctest::Approx(0.040));  // both ways
+  CHECK(p.hosts[0].uplink.latency_s == doctest::Approx(0.015));
+  CHECK(p.hosts[0].uplink.latency_s == p.hosts[0].downlink.latency_s);
+
+  ConfigError both = parse_error(std::string(kAccelerators) +
+                                 "hosts:\n"
+                                 "  - {name: home, accelerator: rtx4090,\n"
+                                 "     uplink: {bandwidth: 20 Mbps, latency: 15 ms, rtt: 30 ms}, downlink: {bandwidth: 2 Gbps, latency: 1 ms}}\n");
+  CHECK(both.key() == "hosts[0].uplink.rtt");
+  CHECK(contains(both.what(), "not both"));
+  ConfigError typo = parse_error(std::string(kAccelerators) +
+                                 "hosts:\n"
+                                 "  - {name: home, accelerator: rtx4090,\n"
+                                 "     uplink: {bandwidth: 20 Mbps, latency: 15 ms, rt: 30 ms}, downlink: {bandwidth: 2 Gbps, latency: 1 ms}}\n");
+  CHECK(contains(typo.what(), "did you mean 'rtt'?"));
+}
+
 TEST_CASE("platform: every shipped platform file parses") {
   const std::vector<std::pair<std::string, size_t>> files = {{"platforms/consumer-mix.yaml", 4},
                                                              {"platforms/opendiloco-3-countries.yaml", 4},
