@@ -30,6 +30,7 @@ BLOCKS = {
     "volunteers-churn": ["run", "scenarios/volunteers-churn.yaml", "--seeds", "3"],
     "mixed-gpus": ["run", "scenarios/mixed-gpus.yaml", "--seeds", "3"],
     "tuned-diloco": ["run", "scenarios/tuned-diloco.yaml"],
+    "two-labs": ["run", "scenarios/two-labs.yaml"],
     "compare-all": ["run", "scenarios/compare-all.yaml", "--seeds", "3"],
 }
 
