@@ -14,7 +14,9 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
+#include "config/dotted_key.hpp"
 #include "config/error.hpp"
 #include "config/nearest.hpp"
 
@@ -28,6 +30,10 @@ struct Section::Impl {
   YAML::Node resolved;          // this section's part of the resolved tree
   std::set<std::string> asked;  // every key a getter asked for, present or not
   std::set<std::string> mentioned;  // keys has() asked about: known here (in messages), not read
+  // (dotted path, option) of each value the command line put in the tree (apply_overrides), shared by
+  // every section of the tree: an error at one of them names the option.
+  std::shared_ptr<std::vector<std::pair<std::string, std::string>>> overridden =
+      std::make_shared<std::vector<std::pair<std::string, std::string>>>();
 };
 
 namespace {
@@ -74,9 +80,26 @@ std::string describe_node(const YAML::Node& n) {
   return "nothing";
 }
 
+// Whether `inner` is `outer` or lies under it ("a.b[1].c" under "a.b[1]" and "a.b", not under "a.bc").
+bool within(const std::string& inner, const std::string& outer) {
+  return inner.rfind(outer, 0) == 0 && (inner.size() == outer.size() || inner[outer.size()] == '.' || inner[outer.size()] == '[');
+}
+
+// The --set option whose value is at `dotted` (or holds it, or was put under it: a key it created), if
+// any. Only nodes it made have no position (the file's all have one).
+const std::string* option_at(const Section::Impl& s, const YAML::Mark& mark, const std::string& dotted) {
+  if (!mark.is_null()) return nullptr;
+  const std::string* found = nullptr;
+  for (const auto& [path, option] : *s.overridden) {
+    if (within(dotted, path) || within(path, dotted)) found = &option;  // the last one set it
+  }
+  return found;
+}
+
 ConfigError error_at(const Section::Impl& s, const YAML::Mark& mark, const std::string& key,
                      const std::string& message) {
   std::string dotted = key.empty() ? s.path : (s.path.empty() ? key : s.path + "." + key);
+  if (const std::string* option = option_at(s, mark, dotted)) return ConfigError(*option, 0, 0, dotted, message);
   return ConfigError(s.file, mark.line + 1, mark.column + 1, dotted, message);
 }
 
@@ -101,9 +124,11 @@ YAML::Node require_scalar(Section::Impl& s, const std::string& key, const YAML::
   return n;
 }
 
-std::shared_ptr<Section::Impl> make_impl(const std::string& file, const std::string& path, YAML::Node node,
-                                         YAML::Mark mark, YAML::Node resolved) {
+// `parent`: the section this one is part of, whose overridden values it shares (nullptr: a tree's top).
+std::shared_ptr<Section::Impl> make_impl(const Section::Impl* parent, const std::string& file, const std::string& path,
+                                         YAML::Node node, YAML::Mark mark, YAML::Node resolved) {
   auto impl = std::make_shared<Section::Impl>();
+  if (parent) impl->overridden = parent->overridden;
   impl->file = file;
   impl->path = path;
   impl->node = node;
@@ -263,7 +288,7 @@ Section Section::load_string(const std::string& yaml, const std::string& file) {
     int column = root.IsNull() ? 0 : root.Mark().column + 1;
     throw ConfigError(file, line, column, "", "expected a mapping of keys at the top level, got " + describe_node(root));
   }
-  return Section(make_impl(file, "", root, root.Mark(), YAML::Node(YAML::NodeType::Map)));
+  return Section(make_impl(nullptr, file, "", root, root.Mark(), YAML::Node(YAML::NodeType::Map)));
 }
 
 const std::string& Section::file() const { return impl_->file; }
@@ -297,6 +322,26 @@ bool Section::is_list(const std::string& key) const {
 }
 
 void Section::fail(const std::string& key, const std::string& message) const { throw error(key, message); }
+
+void Section::apply_overrides(const std::vector<Override>& overrides) {
+  for (const Override& o : overrides) {
+    YAML::Node value;
+    try {
+      value = YAML::Load(o.value);  // as the file's text would read: "3", "1 Gbps", "[1, 2]", "" (the default)
+    } catch (const YAML::Exception& e) {
+      throw ConfigError(o.option, 0, 0, o.key, "invalid YAML value: " + e.msg);
+    }
+    std::vector<std::string> places;
+    try {
+      places = put_at_key(impl_->node, split_dotted_key(o.key), value);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(o.option, 0, 0, "", e.what());
+    }
+    for (const std::string& place : places) {
+      impl_->overridden->emplace_back(impl_->path.empty() ? place : impl_->path + "." + place, o.option);
+    }
+  }
+}
 
 std::vector<Section::Variant> Section::grid(const std::string& key, size_t max_points) {
   const YAML::Node g = lookup(*impl_, key);
@@ -336,7 +381,7 @@ std::vector<Section::Variant> Section::grid(const std::string& key, size_t max_p
       copy[axes[i].first] = value;
       values[i] = {axes[i].first, value.Scalar()};
     }
-    out.push_back({Section(make_impl(impl_->file, impl_->path, copy, impl_->mark, YAML::Node(YAML::NodeType::Map))),
+    out.push_back({Section(make_impl(impl_.get(), impl_->file, impl_->path, copy, impl_->mark, YAML::Node(YAML::NodeType::Map))),
                    std::move(values)});
   }
   return out;
@@ -563,12 +608,12 @@ Section Section::child(const std::string& key, bool optional) {
   if (!n.IsDefined() || n.IsNull()) {
     if (!optional) fail(key, "is required (a mapping)");
     impl_->resolved[key] = YAML::Node(YAML::NodeType::Map);
-    return Section(make_impl(impl_->file, key_path(key), YAML::Node(YAML::NodeType::Null), impl_->mark,
+    return Section(make_impl(impl_.get(), impl_->file, key_path(key), YAML::Node(YAML::NodeType::Null), impl_->mark,
                              impl_->resolved[key]));
   }
   if (!n.IsMap()) fail_at(*impl_, n.Mark(), key, "must be a mapping of keys, got " + describe_node(n));
   impl_->resolved[key] = YAML::Node(YAML::NodeType::Map);
-  return Section(make_impl(impl_->file, key_path(key), n, n.Mark(), impl_->resolved[key]));
+  return Section(make_impl(impl_.get(), impl_->file, key_path(key), n, n.Mark(), impl_->resolved[key]));
 }
 
 std::vector<Section> Section::list(const std::string& key, const std::string& scalar_key, bool optional) {
@@ -590,11 +635,10 @@ std::vector<Section> Section::list(const std::string& key, const std::string& sc
       item = wrapped;
     }
     if (!item.IsMap()) {
-      throw ConfigError(impl_->file, item.Mark().line + 1, item.Mark().column + 1, path,
-                        "must be a mapping of keys, got " + describe_node(item));
+      fail_at(*impl_, item.Mark(), key + "[" + std::to_string(i) + "]", "must be a mapping of keys, got " + describe_node(item));
     }
     resolved.push_back(YAML::Node(YAML::NodeType::Map));
-    out.push_back(Section(make_impl(impl_->file, path, item, n[i].Mark(), resolved[resolved.size() - 1])));
+    out.push_back(Section(make_impl(impl_.get(), impl_->file, path, item, n[i].Mark(), resolved[resolved.size() - 1])));
   }
   return out;
 }
@@ -608,7 +652,7 @@ std::vector<std::pair<std::string, Section>> Section::named(const std::string& k
     return out;
   }
   if (!n.IsMap()) fail_at(*impl_, n.Mark(), key, "must be a mapping of names, got " + describe_node(n));
-  Section inner(make_impl(impl_->file, key_path(key), n, n.Mark(), impl_->resolved[key]));
+  Section inner(make_impl(impl_.get(), impl_->file, key_path(key), n, n.Mark(), impl_->resolved[key]));
   for (auto it = n.begin(); it != n.end(); ++it) {
     out.emplace_back(it->first.Scalar(), inner.child(it->first.Scalar()));
   }
@@ -639,6 +683,20 @@ std::string Section::resolved_yaml() const {
   out.SetDoublePrecision(12);  // 0.35, not 0.34999999999999998
   out << impl_->resolved;
   return std::string(out.c_str()) + "\n";
+}
+
+Override parse_override(const std::string& text) {
+  const size_t equals = text.find('=');
+  if (equals == std::string::npos || equals == 0) {
+    throw std::invalid_argument("--set " + text + ": write dotted.key=value, e.g. --set train.steps=300 or "
+                                "--set 'platform.hosts[0].uplink.bandwidth=1 Gbps'");
+  }
+  const auto trimmed = [](std::string t) {  // "train.steps = 3" as the file would read it
+    t.erase(0, t.find_first_not_of(" \t"));
+    t.erase(t.find_last_not_of(" \t") + 1);
+    return t;
+  };
+  return {trimmed(text.substr(0, equals)), trimmed(text.substr(equals + 1)), "--set " + text};
 }
 
 std::string integer_option_problem(const std::string& text, int64_t lo, int64_t hi) {

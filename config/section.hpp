@@ -52,6 +52,17 @@ std::string regular_file_problem(const std::string& path, uintmax_t max_bytes);
 // '-', at most 64 characters (so no "", ".", "..", hidden names or paths).
 bool is_identifier(const std::string& text);
 
+// A value given on the command line in place of a file's: `--set dotted.key=value`.
+struct Override {
+  std::string key;     // where, as a sweep key (config/dotted_key.hpp): train.steps, policies[diloco].outer_lr
+  std::string value;   // YAML text: a scalar ("1 Gbps", "3"), a flow list or mapping ("[1, 2]"); "" or null: the default
+  std::string option;  // as messages name it: "--set train.steps=3"
+};
+
+// Reads the text of one `--set` ("train.steps=3": the key up to the first '='). Throws
+// std::invalid_argument naming the option when there is no '=' or no key.
+Override parse_override(const std::string& text);
+
 class Section {
  public:
   // Loads a YAML file whose top level must be a mapping: a regular file of at most kMaxYamlFileBytes
@@ -115,6 +126,13 @@ class Section {
   // The resolved list at `key` becomes the resolved trees of `items` (a list whose items were replaced
   // by the copies of their grids).
   void set_resolved_list(const std::string& key, const std::vector<Section>& items);
+
+  // Puts each override's value at its key in this section's tree (before anything is read, so that every
+  // check applies to it as to the file's values). An error at a value put there names the option where a
+  // file's value names file:line:column ("--set train.stepz=3: train.stepz: unknown key ..."). Throws
+  // ConfigError naming the option when its key reaches nothing (a list item that does not exist) or its
+  // value is not YAML.
+  void apply_overrides(const std::vector<Override>& overrides);
 
   // Throws ConfigError at `key` (or at this section when the key is absent).
   [[noreturn]] void fail(const std::string& key, const std::string& message) const;

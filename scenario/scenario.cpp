@@ -52,7 +52,9 @@ std::string default_corpus_path() {
 
 namespace {
 
-PlatformSpec read_platform(Section& top) {
+// `platform_overrides`: the --set keys that reach into the platform file (applied to it when the scenario
+// names one; they are applied to the scenario's tree before this when its platform is inline).
+PlatformSpec read_platform(Section& top, const std::vector<Override>& platform_overrides) {
   if (top.is_mapping("platform")) {
     Section inline_platform = top.child("platform");
     return parse_platform(inline_platform);
@@ -62,6 +64,7 @@ PlatformSpec read_platform(Section& top) {
   if (problem == "does not exist") top.fail("platform", "file '" + path + "' does not exist");
   if (!problem.empty()) top.fail("platform", "file '" + path + "' " + problem + "; a platform is a YAML text file");
   Section file = Section::load_file(path);
+  file.apply_overrides(platform_overrides);
   PlatformSpec spec = parse_platform(file);
   top.adopt_resolved("platform_resolved", file);
   return spec;
@@ -196,7 +199,7 @@ static std::vector<uint64_t> read_seeds(Section& top, uint64_t seed) {
   return seeds;
 }
 
-static Scenario read_scenario(Section& top, const std::string& path) {
+static Scenario read_scenario(Section& top, const std::string& path, const std::vector<Override>& platform_overrides) {
   Scenario s;
   s.file = path;
   s.name = top.identifier("name", fs::path(path).stem().string());
@@ -211,7 +214,7 @@ static Scenario read_scenario(Section& top, const std::string& path) {
     s.simulator_only = top.error("seeds", "runs at several seeds are the simulator's (each seed a run of its own): "
                                           "on a real cluster, run locosim-real once per seed with seed: N");
   }
-  s.platform = read_platform(top);
+  s.platform = read_platform(top, platform_overrides);
   Section network = top.child("network", /*optional=*/true);
   s.network_model = parse_network_model(network);
   s.network = parse_network(network, s.platform);
@@ -298,14 +301,32 @@ static Scenario read_scenario(Section& top, const std::string& path) {
   return s;
 }
 
-Scenario load_scenario(const std::string& path) {
-  Section top = Section::load_file(path);
-  return read_scenario(top, path);
+// Puts the overrides in `top`'s tree, but for those under platform. when the platform is a file (after
+// the others: `--set platform=other.yaml` chooses the file): those are returned, their keys relative
+// to the platform file.
+static std::vector<Override> apply_scenario_overrides(Section& top, const std::vector<Override>& overrides) {
+  const auto in_platform = [](const Override& o) { return o.key.rfind("platform.", 0) == 0; };
+  std::vector<Override> here, platform;
+  for (const Override& o : overrides) (in_platform(o) ? platform : here).push_back(o);
+  top.apply_overrides(here);
+  if (top.is_mapping("platform")) {
+    top.apply_overrides(platform);
+    return {};
+  }
+  for (Override& o : platform) o.key = o.key.substr(std::string("platform.").size());
+  return platform;
 }
 
-Scenario load_scenario_text(const std::string& yaml, const std::string& path) {
+Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides) {
+  Section top = Section::load_file(path);
+  const std::vector<Override> platform_overrides = apply_scenario_overrides(top, overrides);
+  return read_scenario(top, path, platform_overrides);
+}
+
+Scenario load_scenario_text(const std::string& yaml, const std::string& path, const std::vector<Override>& overrides) {
   Section top = Section::load_string(yaml, path);
-  return read_scenario(top, path);
+  const std::vector<Override> platform_overrides = apply_scenario_overrides(top, overrides);
+  return read_scenario(top, path, platform_overrides);
 }
 
 double flops_per_step(const Scenario& s, const TinyLlamaImpl& model) {

@@ -11,6 +11,7 @@
 #include "config/error.hpp"
 #include "config/network_model.hpp"
 #include "config/platform.hpp"
+#include "config/section.hpp"
 #include "config/world.hpp"
 #include "models/corpus.hpp"
 #include "models/llama.hpp"
@@ -75,10 +76,13 @@ inline constexpr int64_t kMaxSeeds = 100;
 inline constexpr size_t kMaxTunePoints = 64;
 
 // Reads and validates a scenario file. Throws ConfigError (file, line, dotted key, constraint).
-Scenario load_scenario(const std::string& path);
+// `overrides` (the command line's --set) are put in its tree first, then read as strictly as the file:
+// a key under platform. reaches into the platform file when the scenario names one (its key there
+// without the "platform." prefix). They change the resolved YAML, so the run's hash.
+Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides = {});
 // The same for YAML text that stands for the file `path` (relative paths resolve next to it): a grid
 // point of a `sweep:` (sim/sweep.hpp), whose positions in messages refer to `yaml`, not to the file.
-Scenario load_scenario_text(const std::string& yaml, const std::string& path);
+Scenario load_scenario_text(const std::string& yaml, const std::string& path, const std::vector<Override>& overrides = {});
 
 // Where the default corpus lives ($LOCOSIM_CACHE, else $XDG_CACHE_HOME/locosim, else ~/.cache/locosim).
 std::string default_corpus_path();

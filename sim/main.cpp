@@ -1,6 +1,8 @@
 // locosim: simulate low-communication training methods on a wide-area platform.
 //   locosim run scenarios/quickstart.yaml      run every policy (at every sweep point), print the comparison
 //   locosim check scenarios/*.yaml             validate only (every sweep point too)
+//   locosim run s.yaml --set train.steps=50    what if: a value in place of the file's (run, check, submit, merge)
+//   locosim compare runs/a runs/b              two runs' tables side by side, with the change
 //   locosim report runs/quickstart             print a finished run's table(s)
 //   locosim report runs/quickstart --html      the table and figures as one page, runs/quickstart/report.html
 //   locosim plot runs/quickstart               the figures, into runs/quickstart/figures
@@ -34,6 +36,7 @@
 #include "report/seed_table.hpp"
 #include "report/tuning.hpp"
 #include "report/stop_signals.hpp"
+#include "sim/compare.hpp"
 #include "sim/estimate.hpp"
 #include "sim/progress.hpp"
 #include "sim/report.hpp"
@@ -49,11 +52,18 @@ namespace {
 // "1 worker", "3 workers".
 std::string counted(size_t n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); }
 
-int check(const std::vector<std::string>& files) {
+// The --set options, read. Throws std::invalid_argument naming one without '=' or key.
+std::vector<Override> parse_overrides(const std::vector<std::string>& texts) {
+  std::vector<Override> out;
+  for (const auto& text : texts) out.push_back(parse_override(text));
+  return out;
+}
+
+int check(const std::vector<std::string>& files, const std::vector<Override>& overrides) {
   int code = 0;
   for (const auto& file : files) {
     try {
-      Sweep sweep = load_sweep(file);
+      Sweep sweep = load_sweep(file, std::nullopt, overrides);
       const Scenario& s = sweep.points.front().scenario;
       std::printf("ok: %s (%s, %s", file.c_str(), counted(s.world_size(), "worker", "workers").c_str(),
                   counted(s.policies.size(), "policy", "policies").c_str());
@@ -123,8 +133,8 @@ std::optional<double> parse_link_bucket(const std::optional<std::string>& text) 
   return bucket_s;
 }
 
-Sweep load_for_run(const std::string& file, std::optional<double> link_bucket_s, std::optional<int64_t> seeds) {
-  Sweep sweep = load_sweep(file, seeds);
+Sweep load_for_run(const std::string& file, std::optional<double> link_bucket_s, const RunOptions& options) {
+  Sweep sweep = load_sweep(file, options.seeds, parse_overrides(options.overrides));
   if (link_bucket_s) {
     for (auto& point : sweep.points) point.scenario.link_bucket_s = *link_bucket_s;
   }
@@ -192,7 +202,7 @@ size_t count_finished(const std::vector<PlannedRun>& plan) {
 
 int run(const std::string& file, const RunOptions& options, const std::optional<std::string>& link_bucket) {
   check_output_root(options.output_root);
-  const Sweep sweep = load_for_run(file, parse_link_bucket(link_bucket), options.seeds);
+  const Sweep sweep = load_for_run(file, parse_link_bucket(link_bucket), options);
   const std::vector<PlannedRun> plan = plan_runs(sweep, options);
   const Scenario& first = sweep.points.front().scenario;
   check_fits(plan, options, options.recompute);
@@ -246,7 +256,7 @@ int run(const std::string& file, const RunOptions& options, const std::optional<
 // Exit 0 when every selected run is finished, 1 when some are missing (they are listed).
 int merge(const std::string& file, const RunOptions& options) {
   check_output_root(options.output_root);
-  const Sweep sweep = load_sweep(file, options.seeds);
+  const Sweep sweep = load_sweep(file, options.seeds, parse_overrides(options.overrides));
   const Merged merged = merge_runs(sweep, options);
   print_tables(sweep, merged);
   if (merged.missing.empty()) {
@@ -263,7 +273,7 @@ int merge(const std::string& file, const RunOptions& options) {
 
 int submit(const std::string& file, const RunOptions& options, const SlurmOptions& slurm) {
   check_output_root(options.output_root);
-  const Sweep sweep = load_sweep(file, options.seeds);
+  const Sweep sweep = load_sweep(file, options.seeds, parse_overrides(options.overrides));
   const std::vector<PlannedRun> plan = plan_runs(sweep, options);
   const std::string program = std::filesystem::read_symlink("/proc/self/exe").string();
   const SlurmJobs jobs = submit_to_slurm(program, file, plan, options, slurm);
@@ -304,6 +314,10 @@ int main(int argc, char** argv) {
     cmd->add_option("--seeds", options.seeds,
                     "train at N seeds: the scenario's seed, seed + 1, ..., seed + N - 1 (instead of its seeds: key)")
         ->check(integer_in(1, kMaxSeeds));
+    cmd->add_option("--set", options.overrides,
+                    "what if: KEY=VALUE in place of the scenario's (repeatable; KEY as a sweep key: train.steps, "
+                    "platform.hosts[0].uplink.bandwidth, policies[diloco].outer_lr)")
+        ->allow_extra_args(false);  // one KEY=VALUE per --set: `--set k=v s.yaml` leaves s.yaml alone
   };
 
   std::string run_file;
@@ -348,9 +362,17 @@ int main(int argc, char** argv) {
   submit_cmd->add_flag("--force", submit_options.recompute, "compute again runs already finished");
   submit_cmd->add_flag("--no-submit", no_submit, "only write the job scripts");
 
-  std::vector<std::string> check_files;
+  std::vector<std::string> check_files, check_sets;
   CLI::App* check_cmd = app.add_subcommand("check", "validate scenario files without running them");
   check_cmd->add_option("scenarios", check_files, "scenario YAML files")->required();
+  check_cmd->add_option("--set", check_sets, "what if: KEY=VALUE in place of each scenario's (repeatable)")
+      ->allow_extra_args(false);
+
+  std::vector<std::string> compare_dirs;
+  CLI::App* compare_cmd = app.add_subcommand("compare", "two finished runs' tables side by side, with the change");
+  compare_cmd->add_option("runs", compare_dirs, "RUN_A RUN_B: two scenario (or sweep point, or policy) folders")
+      ->required()
+      ->expected(2);
 
   std::string report_dir;
   CLI::App* report_cmd = app.add_subcommand("report", "print the comparison table of a finished run");
@@ -382,7 +404,11 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (*check_cmd) return check(check_files);
+    if (*check_cmd) return check(check_files, parse_overrides(check_sets));
+    if (*compare_cmd) {
+      std::printf("%s", compare_run_folders(compare_dirs[0], compare_dirs[1]).c_str());
+      return 0;
+    }
     if (*policies_cmd) {
       std::printf("%s", policy_table().c_str());
       return 0;

@@ -46,6 +46,7 @@ struct RunOptions {
   bool retime = true;                    // re-time runs that train what an earlier run of the plan trains
   RunShard shard;                           // the part of the plan to run; {0, 1}: all of it
   std::optional<int64_t> seeds;             // --seeds N: seed, ..., seed + N - 1 instead of the file's seeds
+  std::vector<std::string> overrides;       // --set key=value, as given (a SLURM task repeats them)
 };
 
 // One (sweep point, policy) of a plan.

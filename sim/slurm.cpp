@@ -89,6 +89,7 @@ std::string policy_args(const RunOptions& options) {
   std::string args;
   for (const auto& label : options.only_labels) args += " --policy " + quoted(label);
   if (options.seeds) args += " --seeds " + std::to_string(*options.seeds);
+  for (const auto& set : options.overrides) args += " --set " + quoted(set);  // the same scenario in every task
   return args;
 }
 

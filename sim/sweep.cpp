@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "config/dotted_key.hpp"
 #include "config/error.hpp"
 
 namespace locosim {
@@ -16,95 +17,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr size_t kMaxPoints = 10000;
-
-// One step of a sweep key: "hosts[*]" is {hosts, *}, "uplink" is {uplink, none}.
-struct KeyPart {
-  std::string name;
-  bool has_selector = false;
-  std::string selector;  // "*", an index, or a policy label/name
-};
-
-// Throws std::invalid_argument saying what is wrong with the key's spelling.
-std::vector<KeyPart> split_key(const std::string& key) {
-  const std::invalid_argument bad("is not a sweep key: write a dotted path such as train.steps, "
-                                  "platform.hosts[*].uplink.bandwidth or policies[diloco].inner_steps");
-  std::vector<KeyPart> parts;
-  size_t i = 0;
-  while (true) {
-    KeyPart part;
-    while (i < key.size() && key[i] != '.' && key[i] != '[' && key[i] != ']') part.name += key[i++];
-    if (part.name.empty()) throw bad;
-    if (i < key.size() && key[i] == '[') {
-      const size_t close = key.find(']', i);
-      if (close == std::string::npos || close == i + 1) throw bad;
-      part.has_selector = true;
-      part.selector = key.substr(i + 1, close - i - 1);
-      i = close + 1;
-    }
-    parts.push_back(part);
-    if (i == key.size()) return parts;
-    if (key[i] != '.') throw bad;
-    ++i;
-  }
-}
-
-bool is_index(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
-}
-
-// A policy entry is picked by its label, or by its name when it has no label ("- ddp" is named ddp).
-bool picks(const YAML::Node& item, const std::string& selector) {
-  if (item.IsScalar()) return item.Scalar() == selector;
-  if (!item.IsMap()) return false;
-  if (item["label"]) return item["label"].IsScalar() && item["label"].Scalar() == selector;
-  return item["name"] && item["name"].IsScalar() && item["name"].Scalar() == selector;
-}
-
-// Puts `value` at parts[i..] under `node` (whose dotted path is `where`). Missing mappings on the way
-// are created; a missing list item is an error. Throws std::invalid_argument.
-// (yaml-cpp: assigning to a Node handle rewrites the node it refers to, so handles are never reassigned.)
-void put(YAML::Node node, const std::vector<KeyPart>& parts, size_t i, const std::string& value,
-         const std::string& where) {
-  const KeyPart& part = parts[i];
-  const bool last = i + 1 == parts.size();
-  const std::string here = where.empty() ? part.name : where + "." + part.name;
-  if (!node.IsMap()) throw std::invalid_argument("'" + where + "' is not a mapping of keys");
-  if (!part.has_selector) {
-    if (last) {
-      node[part.name] = value;
-    } else {
-      if (!node[part.name].IsDefined() || node[part.name].IsNull()) node[part.name] = YAML::Node(YAML::NodeType::Map);
-      put(node[part.name], parts, i + 1, value, here);
-    }
-    return;
-  }
-  YAML::Node list = node[part.name];
-  if (!list.IsDefined() || !list.IsSequence()) throw std::invalid_argument("'" + here + "' is not a list");
-  std::vector<size_t> targets;
-  for (size_t k = 0; k < list.size(); ++k) {
-    if (part.selector == "*" || (is_index(part.selector) ? part.selector == std::to_string(k) : picks(list[k], part.selector))) {
-      targets.push_back(k);
-    }
-  }
-  if (targets.empty()) {
-    throw std::invalid_argument(is_index(part.selector)
-                                    ? "'" + here + "' has " + std::to_string(list.size()) + " items, no [" + part.selector + "]"
-                                    : "no item of '" + here + "' is labelled (or named) '" + part.selector + "'");
-  }
-  for (size_t k : targets) {
-    const std::string item_path = here + "[" + std::to_string(k) + "]";
-    if (last) {
-      list[k] = value;
-      continue;
-    }
-    if (list[k].IsScalar()) {  // "- diloco" stands for {name: diloco}
-      YAML::Node entry(YAML::NodeType::Map);
-      entry["name"] = list[k].Scalar();
-      list[k] = entry;
-    }
-    put(list[k], parts, i + 1, value, item_path);
-  }
-}
 
 constexpr size_t kMaxPointNameBytes = 200;
 
@@ -141,7 +53,7 @@ YAML::Node tree_with(const std::string& path, const std::vector<std::pair<std::s
   YAML::Node root = YAML::LoadFile(path);
   root.remove("sweep");
   for (const auto& [key, value] : values) {
-    std::vector<KeyPart> parts = split_key(key);
+    std::vector<KeyPart> parts = split_dotted_key(key);
     if (parts.front().name == "platform" && parts.size() > 1 && root["platform"].IsScalar()) {
       // The key reaches into a platform file: carry that file's tree into the scenario. The file is
       // the one the scenario loaded (resolved as Section::file_path does: "a/../b" is "b", whether
@@ -155,7 +67,7 @@ YAML::Node tree_with(const std::string& path, const std::vector<std::pair<std::s
                                     "' cannot be read: " + e.what());
       }
     }
-    put(root, parts, 0, value, "");
+    put_at_key(root, parts, YAML::Node(value));
   }
   return root;
 }
@@ -223,23 +135,42 @@ void expand_seeds(Sweep& sweep, const std::string& path, std::optional<int64_t> 
   sweep.seeds = seeds;
 }
 
-Sweep load_grid(const std::string& path);
+Sweep load_grid(const std::string& path, const std::vector<Override>& overrides);
 
 }  // namespace
 
-Sweep load_sweep(const std::string& path, std::optional<int64_t> seeds) {
-  Sweep sweep = load_grid(path);
+Sweep load_sweep(const std::string& path, std::optional<int64_t> seeds, const std::vector<Override>& overrides) {
+  Sweep sweep = load_grid(path, overrides);
   expand_seeds(sweep, path, seeds);
   return sweep;
 }
 
 namespace {
 
-Sweep load_grid(const std::string& path) {
-  Scenario base = load_scenario(path);  // everything outside the sweep block, with the file's positions
+// A --set may not change the sweep block (read from the file here) nor a key the sweep varies (one of
+// the two would silently win).
+void check_overrides_against_sweep(const YAML::Node& block, const std::vector<Override>& overrides) {
+  for (const Override& o : overrides) {
+    if (o.key == "sweep" || o.key.rfind("sweep.", 0) == 0) {
+      throw ConfigError(o.option, 0, 0, o.key, "the sweep block is read from the file only: edit it there");
+    }
+    if (!block || !block.IsMap()) continue;
+    for (auto it = block.begin(); it != block.end(); ++it) {
+      if (it->first.Scalar() == o.key) {
+        throw ConfigError(o.option, 0, 0, o.key, "is a key of the scenario's sweep, which gives its values: "
+                                                 "remove it from the sweep, or this --set");
+      }
+    }
+  }
+}
+
+Sweep load_grid(const std::string& path, const std::vector<Override>& overrides) {
+  // everything outside the sweep block, with the file's positions (and the options' names)
+  Scenario base = load_scenario(path, overrides);
   Sweep sweep;
   const YAML::Node root = YAML::LoadFile(path);
   const YAML::Node block = root["sweep"];
+  check_overrides_against_sweep(block, overrides);
   if (!block) {
     sweep.points.push_back({"", {}, std::move(base)});
     return sweep;
@@ -251,7 +182,7 @@ Sweep load_grid(const std::string& path) {
     Axis axis{it->first.Scalar(), "", it->first.Mark(), {}};
     std::vector<KeyPart> parts;
     try {
-      parts = split_key(axis.key);
+      parts = split_dotted_key(axis.key);
     } catch (const std::invalid_argument& e) {
       fail(path, axis.mark, axis.key, e.what());
     }
@@ -304,13 +235,14 @@ Sweep load_grid(const std::string& path) {
                std::to_string(kMaxPointNameBytes) + " characters; use shorter values or fewer keys");
     }
     try {
-      point.scenario = load_scenario_text(apply_sweep_values(path, point.values), path);
+      point.scenario = load_scenario_text(apply_sweep_values(path, point.values), path, overrides);
     } catch (const ConfigError& e) {
+      if (e.file().rfind("--set ", 0) == 0) throw;  // the option's value, at this point: it names itself
       // Blame the axis whose key ends like the rejected key ("...uplink.bandwidth"), else the last one.
       size_t blamed = axes.size() - 1;
       for (size_t i = 0; i < axes.size(); ++i) {
         const std::string& k = e.key();
-        const std::string tail = split_key(axes[i].key).back().name;  // a copy: the parts are a temporary
+        const std::string tail = split_dotted_key(axes[i].key).back().name;  // a copy: the parts are a temporary
         if (k.size() >= tail.size() && k.compare(k.size() - tail.size(), tail.size(), tail) == 0) blamed = i;
       }
       fail(path, axes[blamed].values[pick[blamed]].second, axes[blamed].key,

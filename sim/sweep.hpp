@@ -38,7 +38,10 @@ struct Sweep {
 // itself as load_scenario does; for a sweep key that names nothing, or a value (or combination) that
 // the scenario rejects, at that value's position in the sweep block, naming "sweep.<key>" and the point.
 // `seeds` (the command line's --seeds N) replaces the file's seeds by seed, seed + 1, ..., seed + N - 1.
-Sweep load_sweep(const std::string& path, std::optional<int64_t> seeds = std::nullopt);
+// `overrides` (--set) apply to every point, as load_scenario applies them; one may not name the sweep
+// block or one of its keys (ConfigError naming the option).
+Sweep load_sweep(const std::string& path, std::optional<int64_t> seeds = std::nullopt,
+                 const std::vector<Override>& overrides = {});
 
 // The scenario trained at `seed` instead of its own: the world (its churn) keeps the scenario's draws,
 // and the resolved YAML (so the run's hash) says `seed: <seed>` without the `seeds` key.
