@@ -226,3 +226,43 @@ TEST_CASE("section: integer options of a command line get a file's words and pla
     CHECK(integer_option_problem(bad, 1, 1024) == std::string("must be an integer in [1, 1024], got '") + bad + "'");
   }
 }
+
+TEST_CASE("section: an override is read as the file's value, and an error at it names the option, not a line") {
+  const std::string yaml = "train:\n  steps: 10\nhosts:\n  - {name: a, bw: 1}\n  - {name: b, bw: 2}\n";
+  const auto loaded = [&](const std::vector<Override>& overrides) {
+    Section top = Section::load_string(yaml, "a.yaml");
+    top.apply_overrides(overrides);
+    return top;
+  };
+  Section top = loaded({parse_override("train.steps = 20"), parse_override("hosts[b].bw=[3, 4]")});
+  Section train = top.child("train");
+  CHECK(train.integer("steps") == 20);
+  std::vector<Section> hosts = top.list("hosts");
+  CHECK(hosts[0].integer("bw") == 1);
+  CHECK(hosts[1].is_list("bw"));
+  CHECK(top.resolved_yaml().find("steps: 20") != std::string::npos);
+
+  // A bad value: the option where the file's position would be, the dotted key, the constraint.
+  Section bad = loaded({parse_override("train.steps=ten")});
+  Section bad_train = bad.child("train");
+  const ConfigError type = error_of([&] { bad_train.integer("steps"); });
+  CHECK(std::string(type.what()) == "--set train.steps=ten: train.steps: must be an integer, got 'ten'");
+  // A key of its own: unknown, strictly, with the hint.
+  Section unknown = loaded({parse_override("train.stepz=3")});
+  Section unknown_train = unknown.child("train");
+  unknown_train.integer("steps");
+  const ConfigError key = error_of([&] { unknown_train.finish(); });
+  CHECK(key.file() == "--set train.stepz=3");
+  CHECK(std::string(key.what()).find("train.stepz: unknown key (known here: steps); did you mean 'steps'?") != std::string::npos);
+  // The file's own values keep their lines.
+  const ConfigError file = error_of([&] { unknown.list("hosts")[0].integer("bw", std::nullopt, Range::at_least(5)); });
+  CHECK(file.file() == "a.yaml");
+  CHECK(file.line() == 4);
+  CHECK(std::string(file.what()).find(": hosts[0].bw: must be >= 5, got 1") != std::string::npos);
+  // A key that reaches nothing, a value that is no YAML, no '='.
+  CHECK(std::string(error_of([&] { loaded({parse_override("hosts[2].bw=1")}); }).what()) ==
+        "--set hosts[2].bw=1: 'hosts' has 2 items, no [2]");
+  CHECK(std::string(error_of([&] { loaded({parse_override("train.steps={")}); }).what()).find("--set train.steps={: train.steps: invalid YAML value") == 0);
+  CHECK_THROWS_AS(parse_override("train.steps"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_override("=3"), std::invalid_argument);
+}
