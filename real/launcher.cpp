@@ -61,6 +61,7 @@ int spawn_local_ranks(int n, const std::string& program, const std::vector<std::
       setenv("MASTER_ADDR", "127.0.0.1", 1);
       setenv("MASTER_PORT", port.c_str(), 1);
       setenv(kJobSecretVariable, secret_hex.c_str(), 1);
+      setenv("LOCOSIM_SPAWNED", "1", 1);  // the launcher prints the table, not its rank 0
       unsetenv("LOCOSIM_BIND_ADDR");  // the ranks' servers listen on 127.0.0.1, where they meet
       std::vector<char*> argv = {const_cast<char*>(program.c_str())};
       for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));

@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <optional>
 
 #include "scenario/device.hpp"
@@ -21,8 +22,10 @@
 #include "real/launcher.hpp"
 #include "real/rank.hpp"
 #include "real/relay.hpp"
+#include "report/resume.hpp"
 #include "report/run_folder.hpp"
 #include "report/stop_signals.hpp"
+#include "report/summary.hpp"
 
 using namespace locosim;
 
@@ -38,6 +41,29 @@ const PolicySpec& choose_policy(const Scenario& scenario, const std::string& lab
   }
   throw std::invalid_argument(label.empty() ? "--policy is required: the scenario has several (" + labels + ")"
                                             : "--policy " + label + ": not in the scenario (" + labels + ")");
+}
+
+// Whether `dir` holds a finished run of `policy` that this program wrote with the same --reduce: the
+// scenario's hash leaves the reduce mode out (it does not change the simulator's numbers), so the
+// writer named in resolved.yaml's first line must match too. A simulator's run there is not this run.
+bool finished_real_run(const std::filesystem::path& dir, const Scenario& scenario, const PolicySpec& policy,
+                       ReduceMode reduce) {
+  if (!is_finished_run(dir, run_hash(scenario, policy))) return false;
+  std::ifstream resolved(dir / "resolved.yaml");
+  std::string first;
+  std::getline(resolved, first);
+  return first == "# " + real_program(reduce) + " run of policy '" + policy.label + "'";
+}
+
+// The run's table as `locosim run` prints it. Times are measured on this machine; bytes are priced
+// like the simulator's, as the model of timing.params: said under the table, since a run of seconds
+// that "sent" gigabytes otherwise reads as a bug.
+void print_table(const Scenario& scenario, const std::filesystem::path& dir) {
+  std::printf("\n%s", format_table({read_summary_json((dir / "summary.json").string())}).c_str());
+  if (scenario.timing.params) {
+    std::printf("MB columns priced as timing.params = %.3g parameters, as the simulator prices them; "
+                "wall-clock and utilization measured\n", *scenario.timing.params);
+  }
 }
 
 }  // namespace
@@ -63,6 +89,8 @@ int main(int argc, char** argv) {
       ->check(integer_in(1, 4096));
   std::string serve_relay_at;
   app.add_option("--relay", options.relay, "host:port of the relay the all-gathers go through (see --serve-relay)");
+  bool force = false;
+  app.add_flag("--force", force, "with --spawn: compute the run again although a finished one is in the output folder");
   app.add_option("--serve-relay", serve_relay_at,
                  "be the relay of the scenario's ranks, listening on this host:port (0.0.0.0:PORT for every "
                  "interface): store each all-gather payload, forward it to the other ranks");
@@ -97,6 +125,13 @@ int main(int argc, char** argv) {
     const auto scenario_dir = child_path(options.output_root, scenario.name);
     check_replaceable(scenario_dir);
     check_replaceable(child_path(scenario_dir, policy.label));
+    const auto run_dir = child_path(scenario_dir, policy.label);
+    if (spawn > 0 && !force && finished_real_run(run_dir, scenario, policy, options.reduce)) {
+      std::printf("%s finished earlier (same scenario hash and --reduce): not computed again (--force recomputes it)\n",
+                  run_dir.c_str());
+      print_table(scenario, run_dir);
+      return 0;
+    }
     if (spawn > 0) {
       training_device(scenario);  // a GPU this machine lacks: refused once, here, not by every rank
       if (spawn != scenario.world_size()) {
@@ -117,8 +152,10 @@ int main(int argc, char** argv) {
       if (!options.relay.empty()) args.insert(args.end(), {"--relay", options.relay});
       int code = spawn_local_ranks(spawn, "/proc/self/exe", args, options.timeout_s + 5, secret);
       if (relay) relay->finish(code == 0);
-      if (code == 0) std::printf("run folder: %s/%s/%s\n", options.output_root.c_str(), scenario.name.c_str(),
-                                 policy.label.c_str());
+      if (code == 0) {
+        print_table(scenario, run_dir);
+        std::printf("\nrun folder: %s\n", run_dir.c_str());
+      }
       return code;
     }
     RankEnv env = RankEnv::from_environment();
@@ -129,6 +166,7 @@ int main(int argc, char** argv) {
     }
     options.secret = JobSecret::from_environment();
     run_rank(scenario, policy, env, options);
+    if (env.rank == 0 && !std::getenv("LOCOSIM_SPAWNED")) print_table(scenario, run_dir);  // rank 0 wrote it
     return 0;
   } catch (const Interrupted& e) {
     std::fprintf(stderr, "locosim-real: %s\n", e.what());

@@ -162,6 +162,14 @@ struct Outcome {
   std::vector<ServerUpdate> updates;  // the parameter server's (asynchronous policies), in order
 };
 
+}  // namespace
+
+std::string real_program(ReduceMode reduce) {
+  return std::string("locosim-real --reduce ") + (reduce == ReduceMode::exact ? "exact" : "native");
+}
+
+namespace {
+
 void write_run_folder(const Scenario& scenario, const PolicySpec& policy, const Recorder& merged,
                       const std::string& fingerprint, const Outcome& outcome, const RealOptions& options) {
   const fs::path root = child_path(options.output_root, scenario.name);
@@ -169,7 +177,7 @@ void write_run_folder(const Scenario& scenario, const PolicySpec& policy, const 
   remove_stale_temporaries(root);
   StagedFolder staged(child_path(root, policy.label));
   const fs::path temp = staged.path();
-  write_run_identity(temp.string(), scenario, policy, "locosim-real", run_hash(scenario, policy));
+  write_run_identity(temp.string(), scenario, policy, real_program(options.reduce), run_hash(scenario, policy));
   // The real backend sees no links: each worker's traffic is charged to its own access links.
   std::vector<std::string> hosts, names;
   std::vector<double> up_bps, down_bps;

@@ -20,6 +20,10 @@ struct RealOptions {
   JobSecret secret;     // what the job's store and relay ask of every connection (real/auth.hpp)
 };
 
+// What a real run's resolved.yaml names as its writer: "locosim-real --reduce exact" (the reduce mode
+// changes the numbers but not the scenario's hash, so a finished run is recognized by both).
+std::string real_program(ReduceMode reduce);
+
 // Runs `policy` as this rank. Returns normally when the job completed (rank 0 has written
 // <output_root>/<scenario>/<label>/). A rank other than 0 that is lost mid-run is left behind: the
 // others re-form the group without it (C10dTransport) and finish; rank 0's run folder has its rows

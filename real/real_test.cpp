@@ -61,6 +61,37 @@ TEST_CASE("real: every policy gives the simulator's losses and final parameters 
   fs::remove_all(dir);
 }
 
+TEST_CASE("real: the launcher prints the run's table, and a finished run is not computed again but with --force or another --reduce") {
+  const std::string dir = scratch_dir("again");
+  write_corpus(dir + "/corpus.txt", 20000);
+  write_file(dir + "/s.yaml", small_scenario_yaml());
+  const std::string run = dir + "/real/small/ddp";
+  const auto launch = [&](const std::string& extra) {
+    CliResult r = run_locosim("s.yaml -p ddp --spawn 2 -o real " + extra, dir, "locosim-real");
+    CAPTURE(r.err);
+    REQUIRE(r.exit_code == 0);
+    return r.out;
+  };
+  const std::string first = launch("");
+  CHECK(first.find("policy  wall-clock") != std::string::npos);
+  CHECK(first.find("\nddp ") != std::string::npos);
+  CHECK(first.find("run folder: real/small/ddp") != std::string::npos);
+  CHECK(first.find("finished earlier") == std::string::npos);
+  const auto written = fs::last_write_time(run + "/metrics.csv");
+
+  const std::string again = launch("");
+  CHECK(again.find("real/small/ddp finished earlier") != std::string::npos);
+  CHECK(again.find("\nddp ") != std::string::npos);  // its table still
+  CHECK(fs::last_write_time(run + "/metrics.csv") == written);
+
+  for (const std::string extra : {"--reduce native", "--force"}) {
+    CAPTURE(extra);
+    CHECK(launch(extra).find("finished earlier") == std::string::npos);
+  }
+  CHECK(read_file(run + "/resolved.yaml").rfind("# locosim-real --reduce exact run of policy 'ddp'\n", 0) == 0);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("real: the launcher's run folder has the simulator's files and columns, and honours report.trace") {
   const std::string dir = scratch_dir("format");
   write_corpus(dir + "/corpus.txt", 20000);
