@@ -17,6 +17,7 @@
 #include "scenario/device.hpp"
 #include "config/cli_options.hpp"
 #include "config/error.hpp"
+#include "config/nearest.hpp"
 #include "config/section.hpp"
 #include "models/cpu_kernels.hpp"
 #include "real/launcher.hpp"
@@ -35,12 +36,16 @@ namespace {
 const PolicySpec& choose_policy(const Scenario& scenario, const std::string& label) {
   if (label.empty() && scenario.policies.size() == 1) return scenario.policies[0];
   std::string labels;
+  std::vector<std::string> names;
   for (const auto& p : scenario.policies) {
     if (p.label == label) return p;
     labels += (labels.empty() ? "" : ", ") + p.label;
+    names.push_back(p.label);
   }
-  throw std::invalid_argument(label.empty() ? "--policy is required: the scenario has several (" + labels + ")"
-                                            : "--policy " + label + ": not in the scenario (" + labels + ")");
+  if (label.empty()) throw std::invalid_argument("--policy is required: the scenario has several (" + labels + ")");
+  const std::string closest = nearest_name(label, names);
+  throw std::invalid_argument("--policy " + label + ": not in the scenario (" + labels + ")" +
+                              (closest.empty() ? "" : "; did you mean '" + closest + "'?"));
 }
 
 // Whether `dir` holds a finished run of `policy` that this program wrote with the same --reduce: the

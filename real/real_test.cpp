@@ -134,6 +134,7 @@ TEST_CASE("real: bad options, a missing job secret and a world section are refus
       {"s.yaml -p ddp", rank0 + " LOCOSIM_JOB_SECRET=abc", "expected 64 hex digits"},
       {"s.yaml --serve-relay 127.0.0.1:1", "-u LOCOSIM_JOB_SECRET -u LOCOSIM_JOB_SECRET_FILE", "no job secret"},
       {"s.yaml --serve-relay 29600", "", "--serve-relay"},
+      {"s.yaml -p dpp --spawn 2", "", "--policy dpp: not in the scenario (ddp, diloco); did you mean 'ddp'?"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.args);
