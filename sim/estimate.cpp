@@ -20,7 +20,13 @@ constexpr double kDiskPerRow = 170;
 constexpr double kSecondsPerRow = 12e-6;
 constexpr double kBaseMemory = 300e6;         // the process itself: LibTorch, SimGrid, the corpus
 constexpr double kRouteBytes = 200;           // per host: its routes to and from its star zone
-constexpr double kProxyFlopsPerSecond = 5e9;  // real LibTorch steps of the proxy model, one core
+// Real LibTorch steps of the proxy model, one core: each worker's step costs its FLOPs at this rate plus
+// LibTorch's cost per operation, which dominates for small models (per layer of the step). Fitted on one
+// core of a loaded 2-core VM: quickstart's DiLoCo (4 workers x 300 steps of 8 x 64 tokens, tiny model)
+// took 28.8 s, distro-consumer's (32 workers x 20 steps of 4 x 32 tokens) 10.8 s of simulation: 24 and
+// 17 ms per worker-step. (The flat 5e9 FLOP/s this was priced them 3.5x over and 2x under.)
+constexpr double kProxyFlopsPerSecond = 45e9;
+constexpr double kStepSecondsPerLayer = 7e-3;
 constexpr double kStateCopies = 10;           // parameters, gradients, Adam moments, outer copies, wire
 
 // Trainable parameters of the proxy model, from its config (models/llama.cpp builds the same).
@@ -46,6 +52,8 @@ RunEstimate estimate_policy_run(const Scenario& s, const PolicySpec& policy) {
   const double step_flops = (6 * P + 12 * static_cast<double>(s.model.n_layers * s.model.d_model * s.model.seq_len)) * tokens;
   const double evals = steps / static_cast<double>(s.train.eval_every) + 1;
   const double eval_flops = evals * static_cast<double>(s.train.eval_batches) * step_flops / 3;  // forward only
+  const double step_overhead_s = kStepSecondsPerLayer * static_cast<double>(s.model.n_layers);
+  const double steps_overhead_s = (steps + evals * static_cast<double>(s.train.eval_batches) / 3) * step_overhead_s;
   const double activations = 20 * tokens * static_cast<double>(s.model.d_model * s.model.n_layers) * 4 +
                              2 * tokens * static_cast<double>(s.model.vocab_size) * 4;
 
@@ -53,7 +61,8 @@ RunEstimate estimate_policy_run(const Scenario& s, const PolicySpec& policy) {
   const double real = s.timing_only ? 0.0 : 1.0;
   e.memory_bytes = kBaseMemory + K * kRouteBytes + real * (K * P * 4 * kStateCopies + activations) + e.rows * kMemoryPerRow;
   e.disk_bytes = e.rows * kDiskPerRow + K * steps * 60 + 200 * (2 * K + 8) * 60;  // + metrics.csv, links.csv
-  e.seconds = e.rows * kSecondsPerRow + real * K * (steps * step_flops + eval_flops) / kProxyFlopsPerSecond;
+  e.torch_seconds = real * K * ((steps * step_flops + eval_flops) / kProxyFlopsPerSecond + steps_overhead_s);
+  e.seconds = e.rows * kSecondsPerRow + e.torch_seconds;
   return e;
 }
 
@@ -90,6 +99,17 @@ std::string human_seconds(double s) {
   else if (s < 7200) std::snprintf(buf, sizeof buf, "%.1f min", s / 60);
   else std::snprintf(buf, sizeof buf, "%.1f h", s / 3600);
   return buf;
+}
+
+std::string machine_time_range(const std::vector<RunEstimate>& runs, int jobs) {
+  double total = 0, longest = 0;
+  for (const auto& r : runs) {
+    total += r.seconds;
+    longest = std::max(longest, r.seconds);
+  }
+  const double at_once = static_cast<double>(std::max<size_t>(1, std::min(runs.size(), static_cast<size_t>(std::max(1, jobs)))));
+  const double whole = std::max(longest, total / at_once);
+  return human_seconds(whole / 2) + " to " + human_seconds(whole * 2);
 }
 
 std::string check_run_fits(const std::vector<RunEstimate>& runs, int jobs, const MachineRoom& room, bool force) {

@@ -19,6 +19,7 @@ struct RunEstimate {
   double memory_bytes = 0;  // peak resident memory of the process simulating the policy
   double disk_bytes = 0;    // what its run folder holds
   double seconds = 0;       // wall time on one core
+  double torch_seconds = 0; // of which the real LibTorch steps and evaluations (0 with numerics: none)
   double rows = 0;          // rows of events.csv (the driver of all three at scale)
 };
 
@@ -37,6 +38,10 @@ MachineRoom machine_room(const std::string& output_root);
 // note to print ("" when the run is small) naming the figures when they are large enough to matter,
 // or a warning when the disk might not hold the whole estimate.
 std::string check_run_fits(const std::vector<RunEstimate>& runs, int jobs, const MachineRoom& room, bool force);
+
+// How long the runs take on this machine, `jobs` at once, as a range within which the estimate puts
+// the truth (it is within 2x on the shipped scenarios): "20 s to 80 s".
+std::string machine_time_range(const std::vector<RunEstimate>& runs, int jobs);
 
 // "13.7 GB", "850 MB", "2.5 MB", "300 kB"; "3.2 min", "1.5 h".
 std::string human_bytes(double bytes);

@@ -78,3 +78,27 @@ TEST_CASE("estimate: a run that does not fit is refused with the figures, unless
   small.seconds = 20;
   CHECK(check_run_fits({small, small}, 2, room, false).empty());
 }
+
+TEST_CASE("estimate: the shipped scenarios' runs are priced within 2x of what they took on one core") {
+  // Measured on one core of a 2-core VM (locosim run FILE -p diloco -j 1 --step-threads 1): the whole
+  // process, loading and writing included.
+  const std::vector<std::pair<std::string, double>> measured = {
+      {"scenarios/quickstart.yaml", 28.8}, {"scenarios/distro-consumer.yaml", 12.5},
+      {"scenarios/opendiloco-3-countries.yaml", 40.6}};
+  for (const auto& [file, seconds] : measured) {
+    CAPTURE(file);
+    const Scenario s = load_scenario(file);
+    const PolicySpec* diloco = nullptr;
+    for (const auto& p : s.policies) diloco = p.label == "diloco" ? &p : diloco;
+    REQUIRE(diloco);
+    const RunEstimate e = estimate_policy_run(s, *diloco);
+    CAPTURE(e.seconds);
+    CHECK(e.seconds > seconds / 2);
+    CHECK(e.seconds < seconds * 2);
+  }
+  // Two runs of 10 s and 30 s, two at once: the longer one; one at a time: both.
+  std::vector<RunEstimate> runs(2);
+  runs[0].seconds = 10, runs[1].seconds = 30;
+  CHECK(machine_time_range(runs, 2) == "15 s to 60 s");
+  CHECK(machine_time_range(runs, 1) == "20 s to 80 s");
+}

@@ -1,6 +1,7 @@
 // locosim: simulate low-communication training methods on a wide-area platform.
 //   locosim run scenarios/quickstart.yaml      run every policy (at every sweep point), print the comparison
 //   locosim check scenarios/*.yaml             validate only (every sweep point too)
+//   locosim check s.yaml --explain             per policy: collective, step compute, bytes per sync, times
 //   locosim run s.yaml --set train.steps=50    what if: a value in place of the file's (run, check, submit, merge)
 //   locosim compare runs/a runs/b              two runs' tables side by side, with the change
 //   locosim report runs/quickstart             print a finished run's table(s)
@@ -38,6 +39,7 @@
 #include "report/stop_signals.hpp"
 #include "sim/compare.hpp"
 #include "sim/estimate.hpp"
+#include "sim/explain.hpp"
 #include "sim/progress.hpp"
 #include "sim/report.hpp"
 #include "sim/run.hpp"
@@ -59,7 +61,23 @@ std::vector<Override> parse_overrides(const std::vector<std::string>& texts) {
   return out;
 }
 
-int check(const std::vector<std::string>& files, const std::vector<Override>& overrides) {
+// check --explain: each policy of the scenario (a sweep's first point) as it will run. A probe that fails
+// is no bad input: exit 1.
+int explain(const Sweep& sweep) {
+  const Scenario& s = sweep.points.front().scenario;
+  if (sweep.points.size() > 1) std::printf("  the first of %zu sweep points, %s:\n", sweep.points.size(), sweep.points.front().name.c_str());
+  std::vector<PolicyExplanation> policies;
+  try {
+    for (const PolicySpec& policy : s.policies) policies.push_back(explain_policy(s, policy));
+  } catch (const std::runtime_error& e) {
+    std::fprintf(stderr, "locosim: %s\n", e.what());
+    return 1;
+  }
+  std::printf("%s", format_explanations(s, policies, effective_jobs(RunOptions{})).c_str());
+  return 0;
+}
+
+int check(const std::vector<std::string>& files, const std::vector<Override>& overrides, bool explained) {
   int code = 0;
   for (const auto& file : files) {
     try {
@@ -71,6 +89,7 @@ int check(const std::vector<std::string>& files, const std::vector<Override>& ov
       if (sweep.keys.size() > (sweep.seeded ? 1u : 0u)) std::printf(", %zu sweep points", sweep.points.size() / seeds);
       if (sweep.seeded) std::printf(", %zu seeds", seeds);
       std::printf(")\n");
+      if (explained) code = std::max(code, explain(sweep));
     } catch (const ConfigError& e) {
       std::fprintf(stderr, "error: %s\n", e.what());
       code = kExitBadInput;
@@ -107,8 +126,8 @@ int run_plot_script(std::vector<std::string> args) {
 }
 
 // Refuses (exit 2) a run whose estimate exceeds the machine's memory or disk, unless forced; notes
-// large runs. Nothing has been written yet.
-void check_fits(const std::vector<PlannedRun>& plan, const RunOptions& options, bool force) {
+// large runs. Nothing has been written yet. Returns the estimates of the runs to compute.
+std::vector<RunEstimate> check_fits(const std::vector<PlannedRun>& plan, const RunOptions& options, bool force) {
   std::vector<RunEstimate> runs;
   for (const PlannedRun& run : plan) {
     if (!options.recompute && run.finished) continue;
@@ -118,6 +137,7 @@ void check_fits(const std::vector<PlannedRun>& plan, const RunOptions& options, 
   }
   const std::string note = check_run_fits(runs, effective_jobs(options), machine_room(options.output_root), force);
   if (!note.empty()) std::printf("%s\n", note.c_str());
+  return runs;
 }
 
 // --link-bucket, within the bounds of report.link_bucket in a file.
@@ -205,7 +225,7 @@ int run(const std::string& file, const RunOptions& options, const std::optional<
   const Sweep sweep = load_for_run(file, parse_link_bucket(link_bucket), options);
   const std::vector<PlannedRun> plan = plan_runs(sweep, options);
   const Scenario& first = sweep.points.front().scenario;
-  check_fits(plan, options, options.recompute);
+  const std::vector<RunEstimate> estimates = check_fits(plan, options, options.recompute);
   // The policies this command runs (-p selects some).
   const size_t policies = selected_policies(first, options.only_labels).size();
   std::printf("%s: %s, %s, %lld steps each", first.name.c_str(), counted(first.world_size(), "worker", "workers").c_str(),
@@ -218,6 +238,12 @@ int run(const std::string& file, const RunOptions& options, const std::optional<
   }
   if (options.shard.count > 1) std::printf(", shard %d/%d: %zu runs", options.shard.index, options.shard.count, plan.size());
   std::printf("\n");
+  // On a terminal only: the figure is this machine's, and what is printed off one (CI, the README) is not.
+  if (options.live_progress && !estimates.empty()) {
+    std::printf("estimate: %s here (%s, %d at once; `locosim check --explain` tells more)\n",
+                machine_time_range(estimates, effective_jobs(options)).c_str(),
+                counted(estimates.size(), "run", "runs").c_str(), std::min(effective_jobs(options), static_cast<int>(estimates.size())));
+  }
   if (sweep.seeds_not_needed > 0) {
     std::printf("numerics: none: the schedule does not depend on the training seed; one run stands for all %zu seeds\n",
                 sweep.seeds_not_needed);
@@ -367,6 +393,10 @@ int main(int argc, char** argv) {
   check_cmd->add_option("scenarios", check_files, "scenario YAML files")->required();
   check_cmd->add_option("--set", check_sets, "what if: KEY=VALUE in place of each scenario's (repeatable)")
       ->allow_extra_args(false);
+  bool check_explain = false;
+  check_cmd->add_flag("--explain", check_explain,
+                      "per policy: its collective, one step's compute per accelerator, bytes per sync, the simulated "
+                      "wall-clock and the time the run takes here (its schedule simulated, timing only)");
 
   std::vector<std::string> compare_dirs;
   CLI::App* compare_cmd = app.add_subcommand("compare", "two finished runs' tables side by side, with the change");
@@ -404,7 +434,7 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (*check_cmd) return check(check_files, parse_overrides(check_sets));
+    if (*check_cmd) return check(check_files, parse_overrides(check_sets), check_explain);
     if (*compare_cmd) {
       std::printf("%s", compare_run_folders(compare_dirs[0], compare_dirs[1]).c_str());
       return 0;

@@ -146,3 +146,51 @@ TEST_CASE("what-if: --set changes the run and its resolved.yaml, a rerun with it
   CHECK(run_locosim("compare a/small", dir).exit_code == 2);
   fs::remove_all(dir);
 }
+
+namespace {
+
+// The text after `key` on its line of `text` ("" if absent).
+std::string after(const std::string& text, const std::string& key, size_t from = 0) {
+  const size_t at = text.find(key, from);
+  if (at == std::string::npos) return "";
+  const size_t start = at + key.size();
+  return text.substr(start, text.find('\n', start) - start);
+}
+
+}  // namespace
+
+TEST_CASE("explain: check --explain gives each policy's collective, step compute, bytes per sync and the run's simulated wall-clock") {
+  const std::string dir = small_dir("explain");
+  const CliResult r = run_locosim("check s.yaml --explain", dir);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const std::string& out = r.out;
+  CAPTURE(out);
+  const size_t ddp = out.find("\n  ddp\n"), diloco = out.find("\n  diloco\n");
+  REQUIRE(ddp != std::string::npos);
+  REQUIRE(diloco != std::string::npos);
+  // Two hosts outside any site: auto resolves to a ring, never printed as auto.
+  CHECK(after(out, "collective            ", ddp) == "all-reduce ring");
+  CHECK(after(out, "collective            ", diloco) == "all-reduce ring");
+  CHECK(after(out, "one step's compute    ", ddp).rfind("gpu ", 0) == 0);
+  CHECK(after(out, "per sync, per worker  ", ddp).find("; 12 syncs (every step)") != std::string::npos);
+  CHECK(after(out, "per sync, per worker  ", diloco).find("; 3 syncs (every 4 steps)") != std::string::npos);
+  CHECK(after(out, "simulated wall-clock  ", diloco).find("(the whole run simulated, timing only)") != std::string::npos);
+  CHECK(after(out, "on this machine       ", diloco).find(" to ") != std::string::npos);
+  CHECK(out.find("all 2 policies here: ") != std::string::npos);
+  // DDP and DiLoCo all-reduce the same parameters: equal bytes per sync.
+  const std::string ddp_bytes = after(out, "per sync, per worker  ", ddp), diloco_bytes = after(out, "per sync, per worker  ", diloco);
+  CHECK(ddp_bytes.substr(0, ddp_bytes.find(';')) == diloco_bytes.substr(0, diloco_bytes.find(';')));
+
+  // The simulated wall-clock is the run's: the table of a run prints the same.
+  REQUIRE(run_locosim("run s.yaml -o out -p diloco", dir).exit_code == 0);
+  const std::string wall = after(out, "simulated wall-clock  ", diloco);
+  const CliResult table = run_locosim("report out/small", dir);
+  CHECK_MESSAGE(table.out.find(wall.substr(0, wall.find(" ("))) != std::string::npos, table.out);
+
+  // --set applies: a longer round, fewer syncs.
+  const CliResult longer = run_locosim("check s.yaml --explain --set 'policies[diloco].inner_steps=6'", dir);
+  REQUIRE_MESSAGE(longer.exit_code == 0, longer.err);
+  CHECK(after(longer.out, "per sync, per worker  ", longer.out.find("\n  diloco\n")).find("; 2 syncs (every 6 steps)") !=
+        std::string::npos);
+  fs::remove_all(dir);
+}
