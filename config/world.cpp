@@ -58,7 +58,7 @@ const Range kTimeRange = Range::closed(0, kMaxTimeS);
 // Speed and bandwidth: 100× nominal at most; 1/1000 at least, as an accelerator's efficiency: slower is
 // a host or link that is gone (state: off), and 1e-9 of nominal made wall-clocks of hundreds of digits.
 const Range kFractionRange = Range::closed(1e-3, 100);
-const Range kLatencyRange = Range::closed(0, 3600);       // as the platform's links
+const Range kWorldLatencyRange = Range::closed(0, 3600);       // as the platform's links
 const Range kFailureTimeoutRange = Range::closed(1e-3, 3600);
 // Churn sessions shorter than a second are no volunteer's, and each is two SimGrid events per host.
 const Range kChurnMeanRange = Range::closed(1, kMaxTimeS);
@@ -239,7 +239,7 @@ Event read_event(Section& s, const Platform& p) {
       e.value = s.number(e.target.key, std::nullopt, kFractionRange);
       break;
     case WorldResource::link_latency:
-      e.value = read_time(s, "latency", std::nullopt, kLatencyRange);
+      e.value = read_time(s, "latency", std::nullopt, kWorldLatencyRange);
       break;
     case WorldResource::host_state:
     case WorldResource::link_state: {
@@ -285,7 +285,7 @@ std::vector<std::pair<double, double>> read_trace(Section& s, const Target& t, c
   std::ifstream in(path);
   if (!in) s.fail(t.key, "trace file '" + path + "' cannot be read (check its permissions)");
   const bool state = t.what == WorldResource::host_state || t.what == WorldResource::link_state;
-  const Range values = t.what == WorldResource::link_latency ? kLatencyRange : kFractionRange;
+  const Range values = t.what == WorldResource::link_latency ? kWorldLatencyRange : kFractionRange;
   const std::string values_rule = state ? "1 (on) or 0 (off)"
                                   : t.what == WorldResource::link_latency ? "seconds, 0 or in [1e-9, 3600]"
                                                                           : "a fraction of nominal " + values.describe();
