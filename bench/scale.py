@@ -6,7 +6,7 @@ with a well-connected relay; DiLoCo syncs every `--inner-steps` steps for `--rou
 through the relay (all_reduce: relay) and once around the ring (flows: aggregated). numerics: none,
 so no LibTorch work is done: the cost is the simulator's own. One line per run:
 
-    scale workers=256 collective=relay rounds=100 wall_s=1.92 peak_mib=210 simulated_s=5123.4 per_worker_round_us=75.0
+    scale workers=256 collective=relay rounds=100 wall_s=1.92 cpu_s=1.85 peak_mib=210 simulated_s=5123.4 per_worker_round_us=75.0
 
 Usage: python3 bench/scale.py [--locosim build/locosim] [--workers 256,1024,4096] [--rounds 100]
 """
@@ -59,17 +59,20 @@ def main():
                 path = pathlib.Path(tmp) / "scale.yaml"
                 path.write_text(scenario(workers, args.rounds, args.inner_steps, collective))
                 start = time.monotonic()
-                # GNU time's %M: the largest resident set of the run's processes (its simulation child included).
-                result = subprocess.run(["/usr/bin/time", "-f", "%M", args.locosim, "run", str(path), "-o",
+                # GNU time's %M: the largest resident set of the run's processes (its simulation child
+                # included); %U and %S: their CPU time, which other processes on a shared machine inflate
+                # less than the wall time.
+                result = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", args.locosim, "run", str(path), "-o",
                                          f"{tmp}/runs", "--no-progress", "--force"], capture_output=True, text=True)
                 wall = time.monotonic() - start
                 if result.returncode != 0:
                     sys.exit(f"scale: {workers} workers, {collective}: locosim failed:\n{result.stderr}")
-                peak_kib = int(result.stderr.strip().splitlines()[-1])
+                peak_kib, user_s, system_s = result.stderr.strip().splitlines()[-1].split()
+                peak_kib, cpu_s = int(peak_kib), float(user_s) + float(system_s)
                 summary = json.loads(pathlib.Path(f"{tmp}/runs/scale/diloco/summary.json").read_text())
                 per = wall / (workers * args.rounds) * 1e6
                 print(f"scale workers={workers} collective={collective} rounds={args.rounds} "
-                      f"inner_steps={args.inner_steps} wall_s={wall:.2f} peak_mib={peak_kib / 1024:.0f} "
+                      f"inner_steps={args.inner_steps} wall_s={wall:.2f} cpu_s={cpu_s:.2f} peak_mib={peak_kib / 1024:.0f} "
                       f"simulated_s={summary['wall_clock_s']:.1f} per_worker_round_us={per:.1f}", flush=True)
 
 
