@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <iterator>
 #include <stdexcept>
-#include <unordered_map>
 #include <utility>
 
 #include "algorithms/torch_time.hpp"
@@ -197,84 +196,14 @@ CollectiveFlows SimTransport::all_gather_flows(const Members& shared, double byt
   throw std::logic_error("SimTransport: unknown all-gather algorithm");
 }
 
-// Where one side's flows stand, for whoever waits on them (the rank that started them, in finish()).
-struct SideRun {
-  bool done = false;
-  sg4::ActorPtr waiter;  // suspended until done
-};
-
-// Actors kept to run sides one after another, by host. SimGrid 3.32 gives each actor a context, a
-// stack with a guard page (mmap, mprotect, munmap) and two simcalls to start it: per side of every
-// collective, a fifth of a timing-only swarm's time. A kept actor waits suspended between sides; the
-// rank that hands it one resumes it (one simcall), and it resumes the rank waiting on it when done.
-struct PooledSide {
-  sg4::ActorPtr actor;
-  std::function<void()> job;  // the side to run next; empty while idle
-  std::shared_ptr<SideRun> run;
-};
-struct SidePool {
-  std::vector<std::unique_ptr<PooledSide>> all;
-  std::unordered_map<const sg4::Host*, std::vector<PooledSide*>> idle;
-  bool closing = false;
-};
-
-// A side only drives SimGrid comms: a small stack (the default 8 MiB, mapped and unmapped for each
-// of the K sides of every collective, was a tenth of a large timing-only run's time).
-constexpr unsigned kSideStackBytes = 64 * 1024;
-
-// A kept actor's life: the sides it is handed, one after another, until the pool closes. It is idle
-// again before it wakes the rank waiting on its side, so that rank's next side may go to it.
-static void pooled_side_loop(SidePool& pool, PooledSide& side, const sg4::Host* host) {
-  while (true) {
-    while (!side.job && !pool.closing) sg4::this_actor::suspend();
-    if (!side.job) return;  // closing, and nothing left to run
-    const std::function<void()> job = std::exchange(side.job, nullptr);
-    const std::shared_ptr<SideRun> run = std::exchange(side.run, nullptr);
-    job();
-    pool.idle[host].push_back(&side);
-    run->done = true;
-    if (run->waiter) std::exchange(run->waiter, nullptr)->resume();
-  }
-}
-
-// Runs `job` in a kept actor on `host`: an idle one, or a new one.
-static sg4::ActorPtr run_pooled(SidePool& pool, sg4::Host* host, std::function<void()> job,
-                                std::shared_ptr<SideRun> run) {
-  std::vector<PooledSide*>& idle = pool.idle[host];
-  if (!idle.empty()) {
-    PooledSide* side = idle.back();
-    idle.pop_back();
-    side->job = std::move(job);
-    side->run = std::move(run);
-    side->actor->resume();
-    return side->actor;
-  }
-  pool.all.push_back(std::make_unique<PooledSide>());
-  PooledSide* side = pool.all.back().get();
-  side->job = std::move(job);
-  side->run = std::move(run);
-  side->actor = sg4::Actor::init("side-" + host->get_name(), host)
-                    ->set_stacksize(kSideStackBytes)
-                    ->start([&pool, side, host] { pooled_side_loop(pool, *side, host); });
-  return side->actor;
-}
-
-void close_sides(SimWorld& world) {
-  if (!world.side_pool || world.side_pool->closing) return;
-  world.side_pool->closing = true;
-  for (auto& [host, idle] : world.side_pool->idle) {
-    for (PooledSide* side : idle) side->actor->resume();
-  }
-}
-
 // A side's flows run in a helper actor: a flow that fails (a cut link, a peer's host gone) fails
-// the whole collective, which stops every other side's flows too. Returns the actor, and when it is
-// a kept one (SimWorld::reuse_sides), the run to wait on.
-static std::pair<sg4::ActorPtr, std::shared_ptr<SideRun>> run_side(SimWorld& world, CollectiveId id,
-                                                                  const std::string& name, sg4::Host* host,
-                                                                  std::function<void(const std::string&)> side,
-                                                                  const std::string& tag) {
-  std::function<void()> job = [&world, id, side = std::move(side), tag] {
+// the whole collective, which stops every other side's flows too.
+static sg4::ActorPtr run_side(SimWorld& world, CollectiveId id, const std::string& name, sg4::Host* host,
+                              std::function<void(const std::string&)> side, const std::string& tag) {
+  // A side only drives SimGrid comms: a small stack (the default 8 MiB, mapped and unmapped for each
+  // of the K sides of every collective, was a tenth of a large timing-only run's time).
+  constexpr unsigned kSideStackBytes = 64 * 1024;
+  sg4::ActorPtr actor = sg4::Actor::init(name, host)->set_stacksize(kSideStackBytes)->start([&world, id, side = std::move(side), tag] {
     try {
       side(tag);
     } catch (const simgrid::Exception&) {  // NetworkFailureException, and comms cancelled under it
@@ -283,30 +212,9 @@ static std::pair<sg4::ActorPtr, std::shared_ptr<SideRun>> run_side(SimWorld& wor
     }
     auto c = world.in_flight.find(id);
     if (c != world.in_flight.end()) ++c->second.sides_done;
-  };
-  std::shared_ptr<SideRun> run;
-  sg4::ActorPtr actor;
-  if (world.reuse_sides) {
-    if (!world.side_pool) world.side_pool = std::make_shared<SidePool>();
-    run = std::make_shared<SideRun>();
-    actor = run_pooled(*world.side_pool, host, std::move(job), run);
-  } else {
-    actor = sg4::Actor::init(name, host)->set_stacksize(kSideStackBytes)->start(std::move(job));
-  }
+  });
   world.in_flight[id].flows.push_back(actor->get_pid());
-  return {actor, run};
-}
-
-// Waits until this rank's side of a collective has ended.
-static void wait_for(const sg4::ActorPtr& actor, const std::shared_ptr<SideRun>& run) {
-  if (!run) {
-    actor->join();
-    return;
-  }
-  while (!run->done) {  // resumed by the kept actor when its side ends
-    run->waiter = sg4::Actor::self();
-    sg4::this_actor::suspend();
-  }
+  return actor;
 }
 
 CollectiveId SimTransport::next_id(const std::vector<int>& group) {
@@ -355,9 +263,8 @@ CollectiveId SimTransport::start(const std::vector<int>& group, std::vector<torc
     if (!world_.relay) throw std::logic_error("SimTransport: a relay algorithm needs SimWorld::relay");
     run_side(world_, id, tag + "-relay", world_.relay, std::move(flows.relay_side), tag);
   }
-  auto [actor, run] = run_side(world_, id, tag + "-" + std::to_string(rank_), world_.hosts[rank_],
-                               std::move(flows.rank_side), tag);
-  helpers_[id] = {std::move(actor), std::move(run)};
+  helpers_[id] = run_side(world_, id, tag + "-" + std::to_string(rank_), world_.hosts[rank_],
+                           std::move(flows.rank_side), tag);
   return id;
 }
 
@@ -367,7 +274,7 @@ bool SimTransport::finish(const CollectiveId& id, const std::function<void(SimCo
   waiting_since_s_ = start;
   waiting_for_ = id;
   if (auto helper = helpers_.find(id); helper != helpers_.end()) {
-    wait_for(helper->second.actor, helper->second.run);
+    helper->second->join();
     helpers_.erase(helper);
   }
   SimCollective* c = &world_.in_flight.at(id);

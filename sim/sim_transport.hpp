@@ -50,8 +50,6 @@ struct SimCollective {
 };
 
 class StepPool;
-struct SidePool;
-struct SideRun;
 
 // Thrown by SimTransport::push_pull when the worker's exchange with the server failed and cannot
 // succeed any more: the server already holds the run's work (it is done: the job is over), or the
@@ -83,11 +81,6 @@ struct SimWorld {
   // before the simulated compute (sim/step_pool.hpp).
   StepPool* pool = nullptr;
   std::map<CollectiveId, SimCollective> in_flight;
-  // A world that never fails (no host lost, no link cut, so no side is ever killed) runs the sides of
-  // its collectives in actors kept for the whole run and handed one side after another (SidePool),
-  // instead of an actor created and destroyed per side: set by simulate_policy. Off: one actor per side.
-  bool reuse_sides = false;
-  std::shared_ptr<SidePool> side_pool;     // made by the first side when reuse_sides is on
   uint64_t next_subgroup = 0;                                     // a subgroup collective's serial number
   std::map<std::vector<int>, std::vector<uint64_t>> subgroups_open;  // by group: its serials in flight, oldest first
   // What the world will still do (a route that stays cut, a host that stays off): the scenario's
@@ -110,10 +103,6 @@ struct SimWorld {
 // on: no point of its state profile at or after now_s (none at all, if it repeats) turns it on, and
 // no churn brings it back (`rank`: the host's rank, -1 for a link).
 bool stays_off(const WorldSpec& world, const std::string& target, WorldResource what, int rank, double now_s);
-
-// Lets the kept side actors end once the last worker is done (each ends when its side in flight, a
-// relay's last sends, has ended): without this the engine would wait on them forever. Idempotent.
-void close_sides(SimWorld& world);
 
 // `rank` leaves the group (its host failed): every collective in flight it is a member of fails.
 void leave_group(SimWorld& world, int rank);
@@ -197,12 +186,7 @@ class SimTransport : public Transport {
     double bytes;      // per rank
   };
   std::map<CollectiveId, Started> started_;  // what each collective in flight is
-  // This rank's side of each collective in flight: its own actor (joined), or a run in a kept actor.
-  struct Helper {
-    simgrid::s4u::ActorPtr actor;
-    std::shared_ptr<SideRun> run;
-  };
-  std::map<CollectiveId, Helper> helpers_;
+  std::map<CollectiveId, simgrid::s4u::ActorPtr> helpers_;  // this rank's helper actor of each
   // The key of this rank's next call among `group` (empty: the whole group's next sequence number).
   CollectiveId next_id(const std::vector<int>& group);
 };

@@ -129,7 +129,6 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
     world.changes = &scenario.world;
   }
   world.timing_only = timing_only;
-  world.reuse_sides = !world_can_fail(scenario.world);  // no side is ever killed: keep their actors
   std::unique_ptr<StepPool> pool;  // finishes every step handed to it before it goes
   if (step_threads > 1 && !timing_only) pool = std::make_unique<StepPool>(step_threads);
   world.pool = pool.get();
@@ -164,7 +163,6 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   sg4::Host::on_state_change_cb([&membership](const sg4::Host& host) { membership.host_changed(host); });
 
   std::string failure;
-  int workers_returned = 0;  // on a world that never fails, each worker's actor returns once
   for (int rank = 0; rank < world_size; ++rank) {
     sg4::ActorPtr actor = sg4::Actor::create("worker-" + std::to_string(rank), platform.hosts[rank], [&, rank] {
       try {
@@ -173,7 +171,6 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
         failure = "worker " + std::to_string(rank) + ": " + e.what();
         sg4::Actor::kill_all();  // the others would wait for this one's collectives forever
       }
-      if (world.reuse_sides && ++workers_returned == world_size) close_sides(world);
     });
     actor->set_auto_restart(true);  // SimGrid starts it again when its host comes back on
   }
