@@ -98,7 +98,10 @@ std::string hash_of(const Scenario& scenario, const PolicySpec& policy, const ch
 }  // namespace
 
 std::string run_hash(const Scenario& scenario, const PolicySpec& policy) {
-  return hash_of(scenario, policy, kHashFormat, resolved_tree(scenario, policy));
+  YAML::Node tree = resolved_tree(scenario, policy);
+  // Only the report reads it (time to target): a finished run's summary is re-derived (sim/run.cpp).
+  if (tree["train"].IsMap()) tree["train"].remove("target_loss");
+  return hash_of(scenario, policy, kHashFormat, tree);
 }
 
 std::string numerics_hash(const Scenario& scenario, const PolicySpec& policy) {

@@ -184,6 +184,32 @@ std::string committed_files_problem(const fs::path& dir) {
   return "";
 }
 
+void replace_committed_file(const fs::path& dir, const std::string& name, const std::function<void(const std::string&)>& write) {
+  const fs::path temp = dir / (".replace." + name);
+  write(temp.string());
+  std::ifstream marker(dir / kRunMarker);
+  std::string text, line;
+  bool listed = false, in_list = false;
+  while (std::getline(marker, line)) {
+    const size_t space = line.find(' ');
+    if (in_list && space != std::string::npos && line.substr(space + 1) == name) {
+      line = std::to_string(fs::file_size(temp)) + " " + name;
+      listed = true;
+    }
+    in_list = in_list || line + "\n" == kFilesHeading;
+    text += line + "\n";
+  }
+  std::error_code ec;
+  if (!listed) {
+    fs::remove(temp, ec);
+    throw std::runtime_error((dir / kRunMarker).string() + " does not list " + name);
+  }
+  fs::rename(temp, dir / name);  // throws, naming the paths
+  const fs::path marker_temp = dir / ".replace.marker";
+  write_text_file(marker_temp.string(), text);
+  fs::rename(marker_temp, dir / kRunMarker);
+}
+
 void check_replaceable(const fs::path& dir) {
   if (!may_replace(dir)) throw std::invalid_argument(not_ours(dir));
 }

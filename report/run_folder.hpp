@@ -6,6 +6,7 @@
 // component and nothing else, so no string from a scenario can aim a write or a removal elsewhere.
 #pragma once
 #include <filesystem>
+#include <functional>
 #include <string>
 
 namespace locosim {
@@ -46,6 +47,14 @@ bool remove_if_unused(const std::filesystem::path& dir);
 // "events.csv holds 0 of its 5120 bytes", or that its marker lists no files: written by an older
 // locosim, or by hand).
 std::string committed_files_problem(const std::filesystem::path& dir);
+
+// Replaces the file `name` of the committed run folder `dir` by what `write` writes at the path it is
+// given (a temporary file beside it, then renamed into place), then the size the marker lists for it
+// (the marker rewritten the same way): a report-only change, such as the summary re-derived for another
+// target loss. Interrupted between the two, the folder reads as damaged and its run is computed again.
+// Throws std::runtime_error if a write fails, or the marker does not list `name`.
+void replace_committed_file(const std::filesystem::path& dir, const std::string& name,
+                            const std::function<void(const std::string& path)>& write);
 
 // Throws std::invalid_argument naming `dir` unless it is absent, empty or a locosim folder: a run
 // writing there would have to replace something it did not create.

@@ -18,9 +18,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "algorithms/policies.hpp"
 #include "algorithms/torch_time.hpp"
@@ -473,6 +475,53 @@ void run_planned(const std::vector<PlannedRun>& runs, const RunOptions& options)
   run_tasks(tasks, options);
 }
 
+namespace {
+
+// When the workers evaluated at the first step whose mean eval loss reaches `target` (summarize()'s rule),
+// from metrics.csv (time_s,worker,step,tokens,train_loss,eval_loss,...): times to 9 digits and losses to 6,
+// as it prints them (the tables print fewer).
+std::optional<double> time_to_target_s(const fs::path& metrics_csv, double target) {
+  std::ifstream in(metrics_csv);
+  std::string line;
+  std::getline(in, line);
+  std::map<int64_t, std::tuple<double, int, double>> evals;  // step: (sum of losses, workers, latest time)
+  while (std::getline(in, line)) {
+    std::vector<std::string> fields;
+    std::istringstream row(line);
+    for (std::string field; std::getline(row, field, ',');) fields.push_back(field);
+    if (fields.size() < 6 || fields[5].empty()) continue;
+    auto& [sum, workers, when] = evals[std::stoll(fields[2])];
+    sum += std::stod(fields[5]);
+    ++workers;
+    when = std::max(when, std::stod(fields[0]));
+  }
+  for (const auto& [step, e] : evals) {
+    if (std::get<0>(e) / std::get<1>(e) <= target) return std::get<2>(e);
+  }
+  return std::nullopt;
+}
+
+// A finished run's summary for the scenario's train.target_loss, which the run hash leaves out: one that
+// ran with another target gets its summary.json re-derived and its resolved.yaml the scenario's, in its
+// folder, without simulating anything.
+RunSummary retargeted_summary(const fs::path& dir, const Scenario& scenario, const PolicySpec& policy) {
+  RunSummary summary = read_summary_json((dir / "summary.json").string());
+  if (summary.target_loss == scenario.train.target_loss) return summary;
+  summary.target_loss = scenario.train.target_loss;
+  summary.time_to_target_s = std::nullopt;
+  if (summary.target_loss && !summary.timing_only) summary.time_to_target_s = time_to_target_s(dir / "metrics.csv", *summary.target_loss);
+  replace_committed_file(dir, "summary.json", [&](const std::string& path) { write_summary_json(summary, path); });
+  std::ifstream old_resolved(dir / "resolved.yaml");
+  std::string heading;  // "# locosim run of policy 'x'" (or locosim-real's)
+  std::getline(old_resolved, heading);
+  if (heading.rfind("# ", 0) != 0) heading = "# locosim run of policy '" + policy.label + "'";
+  replace_committed_file(dir, "resolved.yaml",
+                         [&](const std::string& path) { write_text_file(path, heading + "\n" + scenario.resolved_yaml); });
+  return summary;
+}
+
+}  // namespace
+
 Merged merge_runs(const Sweep& sweep, const RunOptions& options) {
   Merged merged;
   if (sweep.points.empty()) return merged;
@@ -491,7 +540,7 @@ Merged merge_runs(const Sweep& sweep, const RunOptions& options) {
         if (wanted) merged.missing.push_back(run_name(point, p.label));
         continue;
       }
-      rows.push_back(read_summary_json((dir / "summary.json").string()));
+      rows.push_back(retargeted_summary(dir, point.scenario, p));
       if (wanted) merged.tables.back().push_back(rows.back());
     }
     if (!is_locosim_folder(folder)) continue;  // nothing ran here yet

@@ -194,3 +194,26 @@ TEST_CASE("explain: check --explain gives each policy's collective, step compute
         std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("report-only: adding train.target_loss to a finished scenario reruns nothing and updates the table") {
+  const std::string dir = small_dir("target");
+  REQUIRE(run_locosim("run s.yaml -o a -p diloco", dir).exit_code == 0);
+  const std::string hash = read_file(dir + "/a/small/diloco/scenario.sha256");
+  // A target every evaluation reaches: time to target is the first evaluation's time.
+  write_file(dir + "/s.yaml", replaced(small_scenario_yaml(), "  eval_batches: 2\n", "  eval_batches: 2\n  target_loss: 99\n"));
+  const CliResult targeted = run_locosim("run s.yaml -o a -p diloco", dir);
+  REQUIRE_MESSAGE(targeted.exit_code == 0, targeted.err);
+  CHECK_MESSAGE(targeted.out.find("1 of 1 runs finished earlier") != std::string::npos, targeted.out);
+  CHECK(targeted.out.find("time to 99.00") != std::string::npos);
+  CHECK(read_file(dir + "/a/small/diloco/scenario.sha256") == hash);
+  CHECK(read_file(dir + "/a/small/diloco/summary.json").find("\"target_loss\": 99.0") != std::string::npos);
+  CHECK(read_file(dir + "/a/small/diloco/resolved.yaml").find("target_loss: 99") != std::string::npos);
+  // The folder is still whole (its marker lists the new sizes), and the table the same as a run's own.
+  const CliResult again = run_locosim("run s.yaml -o a -p diloco", dir);
+  CHECK(again.out.find("1 of 1 runs finished earlier") != std::string::npos);
+  CHECK(again.out.find("finished earlier, but") == std::string::npos);  // not damaged
+  REQUIRE(run_locosim("run s.yaml -o b -p diloco", dir).exit_code == 0);
+  // (Re-derived from metrics.csv, the time to target has its 9 digits: the tables print fewer.)
+  CHECK(run_locosim("report a/small", dir).out == run_locosim("report b/small", dir).out);
+  fs::remove_all(dir);
+}
