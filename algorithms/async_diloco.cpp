@@ -219,6 +219,7 @@ PolicyEntry async_diloco_policy() {
       // Pushes are applied as they arrive.
       .reads_clock = [](const AsyncDiLoCoConfig&) { return true; },
       .make = make_async_diloco,
+      .collective = [](const AsyncDiLoCoConfig&) { return RoundCollective::server; },
       .handover = "none yet: a lost worker stays out",
       .on_failed_collective = "a failed push is not applied; the worker goes on from the model it last received",
       .bytes_per_round = "P · b up and P · 4 down per push, through the server",

@@ -153,6 +153,7 @@ PolicyEntry co2_policy() {
       .sync_period = [](const Co2Config& c) -> std::optional<SyncPeriod> { return SyncPeriod{"inner_steps", c.inner_steps}; },
       .reads_clock = [](const Co2Config&) { return false; },
       .make = make_co2,
+      .collective = [](const Co2Config&) { return RoundCollective::all_reduce; },
       .handover = "delay: 0, at the end of a period as DiLoCo; delay: 1, none (a sync is always in flight)",
       .on_failed_collective = "the failed period's sync is skipped, not redone",
       .bytes_per_round = "2(K−1)/K · P · b every τ steps",

@@ -141,6 +141,7 @@ PolicyEntry ddp_policy() {
       .sync_period = [](const DdpConfig&) -> std::optional<SyncPeriod> { return std::nullopt; },
       .reads_clock = [](const DdpConfig&) { return false; },
       .make = make_ddp,
+      .collective = [](const DdpConfig&) { return RoundCollective::all_reduce; },
       .handover = "after any committed or aborted step: the parameters and the inner optimizer",
       .on_failed_collective = "redo the all-reduce among the survivors, up to 3 attempts; then the step is aborted "
                               "and its gradients thrown away",

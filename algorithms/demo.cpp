@@ -159,6 +159,7 @@ PolicyEntry demo_policy() {
       .sync_period = [](const DemoConfig&) -> std::optional<SyncPeriod> { return std::nullopt; },
       .reads_clock = [](const DemoConfig&) { return false; },
       .make = make_demo,
+      .collective = [](const DemoConfig&) { return RoundCollective::all_gather; },
       .handover = "after any step: the parameters and the momentum residual",
       .on_failed_collective = "proceed with the contributions that arrived: the step is committed on what the "
                               "survivors all hold",

@@ -182,6 +182,7 @@ PolicyEntry diloco_policy() {
       // Timed rounds: a round's steps come from measured step times.
       .reads_clock = [](const DiLoCoConfig& c) { return c.round != DiLoCoRound::steps; },
       .make = make_diloco,
+      .collective = [](const DiLoCoConfig& c) { return c.prune > 0 ? RoundCollective::all_gather : RoundCollective::all_reduce; },
       .handover = "at the end of a round: the outer parameters and momentum, the inner optimizer",
       .on_failed_collective = "redo the all-reduce among the survivors, up to 3 attempts; then the round is aborted: "
                               "every member restarts from the outer parameters",

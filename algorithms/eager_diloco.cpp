@@ -122,6 +122,7 @@ PolicyEntry eager_diloco_policy() {
       .sync_period = [](const EagerDiLoCoConfig& c) -> std::optional<SyncPeriod> { return SyncPeriod{"inner_steps", c.inner_steps}; },
       .reads_clock = [](const EagerDiLoCoConfig&) { return false; },
       .make = make_eager_diloco,
+      .collective = [](const EagerDiLoCoConfig&) { return RoundCollective::all_reduce; },
       .handover = "none: a round's all-reduce is always in flight, so a lost worker stays out",
       .on_failed_collective = "the failed round's average is skipped, not redone (eager steps on its own fresh share)",
       .bytes_per_round = "2(K−1)/K · P · b every H steps, overlapped with the next H steps",

@@ -70,6 +70,7 @@ PolicyEntry fedavg_policy() {
       .sync_period = [](const FedAvgConfig& c) -> std::optional<SyncPeriod> { return SyncPeriod{"inner_steps", c.inner_steps}; },
       .reads_clock = [](const FedAvgConfig&) { return false; },
       .make = make_fedavg,
+      .collective = [](const FedAvgConfig&) { return RoundCollective::all_reduce; },
       .handover = "at the end of a round: the averaged parameters, the inner optimizer",
       .on_failed_collective = "redo the all-reduce among the survivors, up to 3 attempts; then the round is aborted: "
                               "members keep their own parameters until the next round",

@@ -145,6 +145,7 @@ PolicyEntry noloco_policy() {
       .sync_period = [](const NoLoCoConfig& c) -> std::optional<SyncPeriod> { return SyncPeriod{"inner_steps", c.inner_steps}; },
       .reads_clock = [](const NoLoCoConfig&) { return false; },
       .make = make_noloco,
+      .collective = [](const NoLoCoConfig&) { return RoundCollective::subgroup_all_reduce; },
       .handover = "at the end of an outer step: a peer's outer weights, momentum and inner optimizer",
       .on_failed_collective = "redo the group's all-reduce among its members still in the run, up to 3 attempts; "
                               "then the outer step is skipped: the worker restarts from its outer weights",

@@ -7,6 +7,7 @@
 
 #include "algorithms/ddp.hpp"
 #include "algorithms/diloco.hpp"
+#include "algorithms/policy_registry.hpp"
 #include "algorithms/policy_test_util.hpp"
 #include "tests/doctest_torch.hpp"
 
@@ -122,4 +123,18 @@ TEST_CASE("registry: the README's policy and failure tables and locosim policies
     CHECK(failure_rows.find("`" + e.name + "`") != std::string::npos);
     CHECK(table.find("| `" + e.name + "` | " + e.paper + " | " + e.bytes_per_round) != std::string::npos);
   }
+}
+
+TEST_CASE("registry: the collective trait names what the policy calls, pruned DiLoCo's all-gather included") {
+  const auto collective = [](const std::string& yaml) {
+    const PolicySpec p = spec_from(yaml);
+    return p.entry().collective(p.config);
+  };
+  CHECK(collective("name: ddp\n") == RoundCollective::all_reduce);
+  CHECK(collective("name: diloco\n") == RoundCollective::all_reduce);
+  CHECK(collective("name: diloco\nprune: 0.5\n") == RoundCollective::all_gather);
+  CHECK(collective("name: demo\n") == RoundCollective::all_gather);
+  CHECK(collective("name: sparseloco\n") == RoundCollective::all_gather);
+  CHECK(collective("name: noloco\n") == RoundCollective::subgroup_all_reduce);
+  CHECK(collective("name: async_diloco\n") == RoundCollective::server);
 }

@@ -38,6 +38,15 @@ struct SyncPeriod {
   int64_t steps = 0;
 };
 
+// The collective a policy's rounds use (what `locosim check --explain` prices with the scenario's
+// network algorithms).
+enum class RoundCollective {
+  all_reduce,           // every worker, all_reduce_mean
+  all_gather,           // every worker, all_gather (sparse or trimmed payloads)
+  subgroup_all_reduce,  // all_reduce_mean_among a group the policy draws
+  server,               // pushes to a parameter server and its replies
+};
+
 // What a policy states about itself, typed by its config.
 template <class Config>
 struct PolicyTraits {
@@ -50,6 +59,8 @@ struct PolicyTraits {
   Required<std::function<bool(const Config&)>> reads_clock;
   // Builds the policy of one worker.
   Required<std::function<std::unique_ptr<Policy>(const Config&, PolicyContext)>> make;
+  // The collective its rounds use.
+  Required<std::function<RoundCollective(const Config&)>> collective;
   // For the docs: what a returning worker gets, its rule when a collective fails, the bytes a worker
   // sends per round (P parameters, b bytes per value, K workers, H inner steps).
   Required<std::string> handover;
@@ -67,16 +78,18 @@ struct PolicyEntry {
   std::function<std::optional<SyncPeriod>(const std::any&)> sync_period;
   std::function<bool(const std::any&)> reads_clock;
   std::function<std::unique_ptr<Policy>(const std::any&, PolicyContext)> make;
+  std::function<RoundCollective(const std::any&)> collective;
 };
 
 template <class Config>
 PolicyEntry policy_entry(PolicyTraits<Config> t) {
   PolicyEntry e{std::move(t.name.value), std::move(t.paper.value), std::move(t.handover.value),
                 std::move(t.on_failed_collective.value), std::move(t.bytes_per_round.value),
-                std::move(t.example.value), {}, {}, {}, {}};
+                std::move(t.example.value), {}, {}, {}, {}, {}};
   e.parse = [](Section& s) { return std::any(Config::parse(s)); };
   e.sync_period = [f = std::move(t.sync_period.value)](const std::any& c) { return f(std::any_cast<const Config&>(c)); };
   e.reads_clock = [f = std::move(t.reads_clock.value)](const std::any& c) { return f(std::any_cast<const Config&>(c)); };
+  e.collective = [f = std::move(t.collective.value)](const std::any& c) { return f(std::any_cast<const Config&>(c)); };
   e.make = [f = std::move(t.make.value)](const std::any& c, PolicyContext ctx) {
     return f(std::any_cast<const Config&>(c), std::move(ctx));
   };

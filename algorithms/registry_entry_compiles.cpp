@@ -17,6 +17,7 @@ PolicyEntry example_policy() {
       .reads_clock = [](const ExampleConfig&) { return false; },
 #endif
       .make = [](const ExampleConfig&, PolicyContext) -> std::unique_ptr<Policy> { return nullptr; },
+      .collective = [](const ExampleConfig&) { return RoundCollective::all_reduce; },
       .handover = "none",
       .on_failed_collective = "none",
       .bytes_per_round = "0",

@@ -310,6 +310,7 @@ PolicyEntry sparseloco_policy() {
       .sync_period = [](const SparseLoCoConfig& c) -> std::optional<SyncPeriod> { return SyncPeriod{"inner_steps", c.inner_steps}; },
       .reads_clock = [](const SparseLoCoConfig&) { return false; },
       .make = make_sparseloco,
+      .collective = [](const SparseLoCoConfig&) { return RoundCollective::all_gather; },
       .handover = "at the end of a round: the outer parameters and the inner optimizer; the error feedback starts at 0",
       .on_failed_collective = "redo the all-gather among the survivors, up to 3 attempts, and average what they sent; "
                               "then the round is aborted: θ unchanged, the unsent update stays in each error feedback, "

@@ -234,6 +234,7 @@ PolicyEntry sparta_policy() {
       .sync_period = [](const SpartaConfig&) -> std::optional<SyncPeriod> { return std::nullopt; },
       .reads_clock = [](const SpartaConfig&) { return false; },
       .make = make_sparta,
+      .collective = [](const SpartaConfig&) { return RoundCollective::all_reduce; },
       .handover = "after any step: a peer's parameters and inner optimizer",
       .on_failed_collective = "redo the all-reduce among the survivors, up to 3 attempts; then the step's averaging is "
                               "skipped: members keep their own values",
@@ -250,6 +251,7 @@ PolicyEntry sparta_diloco_policy() {
       .sync_period = [](const SpartaDiLoCoConfig&) -> std::optional<SyncPeriod> { return std::nullopt; },
       .reads_clock = [](const SpartaDiLoCoConfig&) { return false; },
       .make = make_sparta_diloco,
+      .collective = [](const SpartaDiLoCoConfig&) { return RoundCollective::all_reduce; },
       .handover = "after any step: a peer's parameters and inner optimizer, the outer parameters and momentum",
       .on_failed_collective = "redo each all-reduce among the survivors, up to 3 attempts; then SPARTA's averaging is "
                               "skipped (members keep their own values), an outer round aborted (every member restarts "

@@ -183,6 +183,7 @@ PolicyEntry streaming_diloco_policy() {
       },
       .reads_clock = [](const StreamingDiLoCoConfig&) { return false; },
       .make = make_streaming_diloco,
+      .collective = [](const StreamingDiLoCoConfig&) { return RoundCollective::all_reduce; },
       .handover = "none: a fragment's sync is always in flight, so a lost worker stays out",
       .on_failed_collective = "the fragment's failed sync is skipped, not redone",
       .bytes_per_round = "2(K−1)/K · (P/F) · b per fragment sync, every H/F steps",

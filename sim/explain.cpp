@@ -29,13 +29,16 @@ namespace {
 // Rows of events.csv the probe simulates at most: about 2 s on one core (sim/estimate.cpp's price per row).
 constexpr double kProbeRows = 2e5;
 
-// The collective the policy's rounds use. The registry states it only in words (its bytes per round):
-// an all-gather or a parameter server says so there; every other policy all-reduces.
+// The collective the policy's rounds use (its registry trait), with the scenario's algorithm for it.
 std::string collective_of(const Scenario& s, const PolicySpec& policy) {
-  const std::string& bytes = policy.entry().bytes_per_round;
-  if (bytes.find("server") != std::string::npos) return "parameter server (point to point)";
-  std::string out = bytes.rfind("an all-gather", 0) == 0 ? std::string("all-gather ") + algorithm_name(s.network.all_gather)
-                                                        : std::string("all-reduce ") + algorithm_name(s.network.all_reduce);
+  const std::string reduce = algorithm_name(s.network.all_reduce), gather = algorithm_name(s.network.all_gather);
+  std::string out;
+  switch (policy.entry().collective(policy.config)) {
+    case RoundCollective::all_reduce: out = "all-reduce " + reduce; break;
+    case RoundCollective::subgroup_all_reduce: out = "all-reduce " + reduce + " within groups"; break;
+    case RoundCollective::all_gather: out = "all-gather " + gather; break;
+    case RoundCollective::server: out = "parameter server (point to point)"; break;
+  }
   return s.network.aggregated ? out + " (flows aggregated)" : out;
 }
 
