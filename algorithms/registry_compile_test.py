@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A policy registered without one of its traits does not compile: registry_entry_compiles.cpp is
-compiled with the flags the build uses for algorithms/policies.cpp (compile_commands.json), once whole
+compiled with the flags the build uses for algorithms/policies.cpp or its unity batch (compile_commands.json), once whole
 (it must compile: the check is not failing for another reason) and once without `reads_clock` (it must
 fail, naming the missing Required trait).
 
@@ -14,8 +14,9 @@ from pathlib import Path
 
 build = Path(sys.argv[1])
 source = Path(__file__).resolve().parent / "registry_entry_compiles.cpp"
+# In a unity build (the default) algorithms/ compiles as batches: any batch of the library has its flags.
 entry = next(e for e in json.loads((build / "compile_commands.json").read_text())
-             if e["file"].endswith("algorithms/policies.cpp"))
+             if e["file"].endswith("algorithms/policies.cpp") or "/locosim_algorithms.dir/Unity/" in e["file"])
 args = shlex.split(entry["command"])
 # The same flags, this file, syntax only: drop "-o <object>" and "-c <source>".
 flags = []
