@@ -106,24 +106,31 @@ std::string without_times(const std::string& csv) {
   return out;
 }
 
-std::map<int, std::vector<double>> sent_per_sync(const std::string& events_csv) {
+std::vector<EventRow> event_rows(const std::string& events_csv) {
   std::istringstream in(events_csv);
   std::string line;
   std::getline(in, line);
   REQUIRE(line == "worker,kind,start_s,end_s,bytes,peer");
+  std::vector<EventRow> rows;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::istringstream row(line);
+    for (std::string cell; std::getline(row, cell, ',');) f.push_back(cell);
+    rows.push_back({std::stoi(f.at(0)), f.at(1), std::stod(f.at(2)), std::stod(f.at(3)), std::stod(f.at(4))});
+  }
+  return rows;
+}
+
+std::map<int, std::vector<double>> sent_per_sync(const std::string& events_csv) {
   std::map<int, std::vector<double>> out;
   std::map<int, double> open;
   auto close = [&](int worker) {
     if (open[worker] > 0) out[worker].push_back(open[worker]);
     open[worker] = 0;
   };
-  while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    std::istringstream row(line);
-    for (std::string cell; std::getline(row, cell, ',');) f.push_back(cell);
-    const int worker = std::stoi(f.at(0));
-    if (f.at(1) == "compute") close(worker);
-    if (f.at(1) == "send") open[worker] += std::stod(f.at(4));
+  for (const EventRow& e : event_rows(events_csv)) {
+    if (e.kind == "compute") close(e.worker);
+    if (e.kind == "send") open[e.worker] += e.bytes;
   }
   for (auto& [worker, bytes] : open) close(worker);
   return out;

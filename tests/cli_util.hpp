@@ -42,6 +42,16 @@ std::string small_scenario_yaml();
 // simulated in the simulator).
 std::string without_times(const std::string& csv);
 
+// One row of events.csv (worker,kind,start_s,end_s,bytes,peer).
+struct EventRow {
+  int worker = 0;
+  std::string kind;
+  double start_s = 0, end_s = 0, bytes = 0;
+};
+
+// Every row of an events.csv's text, in file order (fails the test on another header).
+std::vector<EventRow> event_rows(const std::string& events_csv);
+
 // From an events.csv's text: per worker, the bytes it sent between consecutive compute spans (one
 // step's syncs), those not zero.
 std::map<int, std::vector<double>> sent_per_sync(const std::string& events_csv);

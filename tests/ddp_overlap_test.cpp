@@ -16,25 +16,10 @@ constexpr int kSteps = 4;
 constexpr double kBandwidthBps = 1e9 / 8;  // 1 Gbps up and down
 constexpr double kRingLatencyS = 2 * 2e-3;  // K = 2: two rounds, each over an uplink and a downlink of 1 ms
 
-struct Event {
-  std::string kind;
-  double start = 0, end = 0, bytes = 0;
-};
-
-std::vector<Event> worker0_events(const std::string& csv) {
-  std::vector<Event> out;
-  std::istringstream in(csv);
-  std::string line;
-  std::getline(in, line);
-  while (std::getline(in, line)) {
-    std::istringstream row(line);
-    std::string worker, kind, start, end, bytes;
-    std::getline(row, worker, ',');
-    std::getline(row, kind, ',');
-    std::getline(row, start, ',');
-    std::getline(row, end, ',');
-    std::getline(row, bytes, ',');
-    if (worker == "0") out.push_back({kind, std::stod(start), std::stod(end), std::stod(bytes)});
+std::vector<EventRow> worker0_events(const std::string& csv) {
+  std::vector<EventRow> out;
+  for (const EventRow& e : event_rows(csv)) {
+    if (e.worker == 0) out.push_back(e);
   }
   return out;
 }
@@ -78,15 +63,15 @@ TEST_CASE("ddp: bucketed all-reduces overlap the backward pass and save what the
 
   // Step 1 of worker 0: the forward pass, one compute span per bucket, each followed by the start of
   // that bucket's all-reduce, then the wait for what is still in flight.
-  const std::vector<Event> events = worker0_events(read_file(runs + "overlap/events.csv"));
+  const std::vector<EventRow> events = worker0_events(read_file(runs + "overlap/events.csv"));
   std::vector<double> compute;
   double first_send_s = -1, sent = 0;
-  for (const Event& e : events) {
+  for (const EventRow& e : events) {
     if (e.kind == "wait") break;
-    if (e.kind == "compute") compute.push_back(e.end - e.start);
-    if (e.kind == "send" && first_send_s < 0) first_send_s = e.start;
+    if (e.kind == "compute") compute.push_back(e.end_s - e.start_s);
+    if (e.kind == "send" && first_send_s < 0) first_send_s = e.start_s;
   }
-  for (const Event& e : events) sent += e.kind == "send" ? e.bytes : 0;
+  for (const EventRow& e : events) sent += e.kind == "send" ? e.bytes : 0;
   sent /= kSteps;
   const size_t buckets = compute.size() - 1;
   REQUIRE(buckets >= 3);

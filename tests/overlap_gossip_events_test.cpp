@@ -6,7 +6,6 @@
 //   noloco:       2(n−1)/n · 2P · b a round among its group of n (φ and Δ together; pairs: 2P · b)
 #include <filesystem>
 #include <map>
-#include <sstream>
 #include <string>
 
 #include "models/llama.hpp"
@@ -30,18 +29,8 @@ double small_model_params() {
 // Every byte each worker sent over the run (its send events), by worker.
 std::map<int, double> bytes_sent(const std::string& events_csv) {
   std::map<int, double> sent;
-  std::istringstream in(events_csv);
-  std::string line;
-  std::getline(in, line);
-  while (std::getline(in, line)) {
-    std::istringstream row(line);
-    std::string worker, kind, start, end, bytes;
-    std::getline(row, worker, ',');
-    std::getline(row, kind, ',');
-    std::getline(row, start, ',');
-    std::getline(row, end, ',');
-    std::getline(row, bytes, ',');
-    if (kind == "send") sent[std::stoi(worker)] += std::stod(bytes);
+  for (const EventRow& e : event_rows(events_csv)) {
+    if (e.kind == "send") sent[e.worker] += e.bytes;
   }
   return sent;
 }
