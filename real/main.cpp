@@ -24,6 +24,7 @@
 #include "real/rank.hpp"
 #include "real/relay.hpp"
 #include "report/resume.hpp"
+#include "report/run_files.hpp"
 #include "report/run_folder.hpp"
 #include "report/stop_signals.hpp"
 #include "report/summary.hpp"
@@ -57,7 +58,7 @@ bool finished_real_run(const std::filesystem::path& dir, const Scenario& scenari
   std::ifstream resolved(dir / "resolved.yaml");
   std::string first;
   std::getline(resolved, first);
-  return first == "# " + real_program(reduce) + " run of policy '" + policy.label + "'";
+  return first == run_identity_header(real_program(reduce), policy.label);
 }
 
 // The run's table as `locosim run` prints it. Times are measured on this machine; bytes are priced
@@ -129,8 +130,8 @@ int main(int argc, char** argv) {
     // Refuse now, not after training, to write where something locosim did not create would be replaced.
     const auto scenario_dir = child_path(options.output_root, scenario.name);
     check_replaceable(scenario_dir);
-    check_replaceable(child_path(scenario_dir, policy.label));
     const auto run_dir = child_path(scenario_dir, policy.label);
+    check_replaceable(run_dir);
     if (spawn > 0 && !force && finished_real_run(run_dir, scenario, policy, options.reduce)) {
       std::printf("%s finished earlier (same scenario hash and --reduce): not computed again (--force recomputes it)\n",
                   run_dir.c_str());

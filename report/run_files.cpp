@@ -11,9 +11,13 @@
 
 namespace locosim {
 
+std::string run_identity_header(const std::string& program, const std::string& label) {
+  return "# " + program + " run of policy '" + label + "'";
+}
+
 void write_run_identity(const std::string& dir, const Scenario& scenario, const PolicySpec& policy,
                         const std::string& program, const std::string& hash) {
-  write_text_file(dir + "/resolved.yaml", "# " + program + " run of policy '" + policy.label + "'\n" + scenario.resolved_yaml);
+  write_text_file(dir + "/resolved.yaml", run_identity_header(program, policy.label) + "\n" + scenario.resolved_yaml);
   write_text_file(dir + "/" + kScenarioHashFile, hash + "\n");
 }
 

@@ -15,6 +15,10 @@ struct PolicySpec;
 struct LinkReport;
 class Recorder;
 
+// resolved.yaml's first line, naming the program that wrote the run and its policy label:
+// "# locosim run of policy 'diloco'".
+std::string run_identity_header(const std::string& program, const std::string& label);
+
 // resolved.yaml ("# <program> run of policy '<label>'" over the resolved scenario) and scenario.sha256
 // (`hash`, the run's identity: report/resume.hpp).
 void write_run_identity(const std::string& dir, const Scenario& scenario, const PolicySpec& policy,

@@ -514,7 +514,7 @@ RunSummary retargeted_summary(const fs::path& dir, const Scenario& scenario, con
   std::ifstream old_resolved(dir / "resolved.yaml");
   std::string heading;  // "# locosim run of policy 'x'" (or locosim-real's)
   std::getline(old_resolved, heading);
-  if (heading.rfind("# ", 0) != 0) heading = "# locosim run of policy '" + policy.label + "'";
+  if (heading.rfind("# ", 0) != 0) heading = run_identity_header("locosim", policy.label);
   replace_committed_file(dir, "resolved.yaml",
                          [&](const std::string& path) { write_text_file(path, heading + "\n" + scenario.resolved_yaml); });
   return summary;
