@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <csignal>
 #include <cstdlib>
@@ -19,6 +20,7 @@
 
 #include "algorithms/train_loop.hpp"
 #include "scenario/device.hpp"
+#include "scenario/worker.hpp"
 #include "real/auth_store.hpp"
 #include "real/heartbeat.hpp"
 #include "real/relay.hpp"
@@ -160,6 +162,7 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const RankEnv& env) {
 struct Outcome {
   RunTally tally;
   std::vector<ServerUpdate> updates;  // the parameter server's (asynchronous policies), in order
+  std::vector<double> validation_losses;  // of the finished ranks, in rank order (with a validation split)
 };
 
 }  // namespace
@@ -195,6 +198,7 @@ void write_run_folder(const Scenario& scenario, const PolicySpec& policy, const 
   const std::vector<ServerUpdate>* updates = outcome.updates.empty() ? nullptr : &outcome.updates;
   RunSummary summary = summarize_run(scenario, policy, merged, outcome.tally, updates);
   summary.params_fingerprint = fingerprint;
+  summary.final_validation_loss = final_validation_loss(scenario, outcome.validation_losses);
   write_run_results(temp.string(), scenario, merged, links, names, updates, summary);
   staged.commit();
 }
@@ -260,10 +264,8 @@ void run_rank(const Scenario& scenario, const PolicySpec& policy, const RankEnv&
   // A joiner beats only once it is out of the group: beating earlier, it would not look lost.
   if (!rejoin) start_heartbeat();
 
-  torch::set_num_threads(scenario.threads);
-  Corpus corpus = Corpus::from_file(scenario.data.path, scenario.data.eval_fraction, scenario.data.validation_fraction);
-  torch::manual_seed(scenario.seed);
-  TinyLlama model(scenario.model);  // the same initial weights on every rank (and as the simulator)
+  RunStart start = start_run(scenario);
+  TinyLlama model = start.initial;  // the same initial weights on every rank (and as the simulator)
   model->to(device);
   Recorder recorder;
   C10dJob job{store, env.rank, env.world_size, gloo_device(env), timeout, heartbeat, watch};
@@ -277,25 +279,15 @@ void run_rank(const Scenario& scenario, const PolicySpec& policy, const RankEnv&
                  "they use Gloo's all-gather instead (start one with locosim-real --serve-relay; --spawn does)\n");
   }
   C10dTransport transport(std::move(job), options.reduce, recorder);
-  PolicyContext ctx{model->parameters(), &transport, scenario.train.optimizer, scenario.train.steps,
-                    wire_scale(scenario, *model)};
-  std::unique_ptr<Policy> policy_impl = make_policy(policy, std::move(ctx));
-  Shard shard(corpus, env.rank, env.world_size, scenario.data.split, static_cast<int>(scenario.model.seq_len),
-              scenario.seed);
-  TrainLoop loop(model, std::move(shard), corpus, *policy_impl, transport, scenario.train,
-                 flops_per_step(scenario, *model), recorder);
+  Worker worker = build_worker(scenario, policy, env.rank, start, model, model->parameters(), transport, recorder);
+  Policy& policy_impl = *worker.policy;
+  TrainLoop& loop = *worker.loop;
   loop.on_handover_point = [&](int64_t steps_done) {
-    transport.handover_point(steps_done, [&] {
-      torch::serialize::OutputArchive archive;
-      policy_impl->save(archive);
-      std::ostringstream out;
-      archive.save_to(out);
-      return out.str();
-    });
+    transport.handover_point(steps_done, [&] { return saved_state(policy_impl); });
   };
   int64_t first_step = 0;
   if (rejoin) {
-    if (!policy_impl->handover_ready()) {
+    if (!policy_impl.handover_ready()) {
       std::fprintf(stderr, "locosim-real: rank %d: the job is under way and policy '%s' does not take workers back "
                    "(it never hands its state over); exiting\n", env.rank, policy.label.c_str());
       return;
@@ -312,12 +304,9 @@ void run_rank(const Scenario& scenario, const PolicySpec& policy, const RankEnv&
       std::fprintf(stderr, "locosim-real: rank %d: the job ended before the group took it back\n", env.rank);
       return;
     }
-    std::istringstream in(admission->state);
-    torch::serialize::InputArchive archive;
-    archive.load_from(in, device);  // the sender's tensors onto this rank's device
-    policy_impl->load(archive);
+    load_state(policy_impl, admission->state, device);  // the sender's tensors onto this rank's device
     recorder.event({env.rank, EventKind::join, admission->download_start_s, admission->download_end_s,
-                    static_cast<double>(admission->state.size()) * wire_scale(scenario, *model), 0});
+                    state_tensor_bytes(admission->state) * start.wire_scale, 0});
     transport.enter(*admission);
     recorder.event({env.rank, EventKind::away, admission->lost_at_s, transport.now_s(), 0, -1});
     first_step = admission->steps_done;
@@ -336,10 +325,12 @@ void run_rank(const Scenario& scenario, const PolicySpec& policy, const RankEnv&
                              std::to_string(options.timeout_s) + " s): " + std::string(e.what()).substr(0, 500));
   }
   recorder.on_metric = nullptr;
+  // With a validation split, each rank scores its final model on it, after the clock (as the simulator).
+  const double validation = scenario.data.validation_fraction > 0 ? loop.evaluate_on(Split::validation) : 0;
 
   if (env.rank != 0) {
     rows.flush(recorder, loop.tally());
-    store->set("final/" + std::to_string(env.rank), {1});
+    store->set("final/" + std::to_string(env.rank), to_bytes(std::vector<double>{validation}));
     store->wait({"written"});
     store->set("left/" + std::to_string(env.rank), {1});
     return;
@@ -370,6 +361,16 @@ void run_rank(const Scenario& scenario, const PolicySpec& policy, const RankEnv&
   }
   Outcome outcome;
   outcome.updates = std::move(updates);
+  // The finished ranks' validation losses, in rank order (others: those that set their final key).
+  std::sort(others.begin(), others.end());
+  outcome.validation_losses.push_back(validation);
+  for (int r : others) {
+    const auto loss = from_bytes<double>(store->get("final/" + std::to_string(r)));
+    if (loss.size() != 1 || !std::isfinite(loss[0])) {
+      throw std::runtime_error("rank " + std::to_string(r) + "'s final validation loss in the store is malformed");
+    }
+    outcome.validation_losses.push_back(loss[0]);
+  }
   outcome.tally.workers_lost = static_cast<int>(lost.size());
   outcome.tally.workers_joined = static_cast<int>(transport.joined().size());
   for (const auto& lives : tallies) {

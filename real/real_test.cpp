@@ -29,7 +29,7 @@ namespace {
 // Every registered policy, by its registry example (PolicyTraits::example: it communicates within
 // the test's 12 steps).
 std::string parity_scenario() {
-  std::string yaml = small_scenario_yaml();
+  std::string yaml = replaced(small_scenario_yaml(), "eval_fraction: 0.1}", "eval_fraction: 0.1, validation_fraction: 0.1}");
   return yaml.substr(0, yaml.find("policies:")) + registered_policies_block();
 }
 
@@ -40,7 +40,7 @@ std::string column_header(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("real: every policy gives the simulator's losses and final parameters with 2 ranks on CPU") {
+TEST_CASE("real: every policy gives the simulator's losses, final parameters and validation loss with 2 ranks on CPU") {
   const std::string dir = scratch_dir("parity");
   write_corpus(dir + "/corpus.txt", 20000);
   write_file(dir + "/s.yaml", parity_scenario());
@@ -57,6 +57,10 @@ TEST_CASE("real: every policy gives the simulator's losses and final parameters 
     std::string print = read_file(sim + "/summary.json");
     print = print.substr(print.find("params_fingerprint"), 40);
     CHECK(read_file(real + "/summary.json").find(print) != std::string::npos);
+    // Every finished rank's final model scored on the validation split, averaged in rank order.
+    const RunSummary simulated = read_summary_json(sim + "/summary.json"), trained = read_summary_json(real + "/summary.json");
+    REQUIRE(simulated.final_validation_loss);
+    CHECK(trained.final_validation_loss == simulated.final_validation_loss);
   }
   fs::remove_all(dir);
 }
@@ -437,7 +441,19 @@ TEST_CASE("real: a killed rank that is restarted rejoins the group") {
     for (std::string c; std::getline(h, c, ',');) names.push_back(c);
     const size_t bytes = std::find(names.begin(), names.end(), "bytes") - names.begin();
     REQUIRE(bytes < fields.size());
-    CHECK(std::stod(fields[bytes]) > 0);
+    // What the joiner downloaded weighs what a join weighs in the simulator (the group's state, by
+    // its tensors' shapes): a world in which the same host leaves for 3 s and comes back.
+    std::string world = replaced(yaml, "steps: " + std::to_string(steps), "steps: 40");
+    world = replaced(world, "policies:", "world:\n  failure_timeout: 10 s\n  events:\n"
+                                         "    - {host: slow, at: 3 s, until: 6 s, state: off}\npolicies:");
+    write_file(dir + "/world.yaml", world);
+    REQUIRE(run_locosim("run world.yaml -p diloco -o sim", dir).exit_code == 0);
+    const std::vector<testing::EventRow> simulated = event_rows(read_file(dir + "/sim/small/diloco/events.csv"));
+    const auto join_row = std::find_if(simulated.begin(), simulated.end(),
+                                       [](const testing::EventRow& e) { return e.kind == "join"; });
+    REQUIRE(join_row != simulated.end());
+    CHECK(join_row->bytes > 0);
+    CHECK(std::stod(fields[bytes]) == join_row->bytes);
   }
   const RunSummary summary = read_summary_json(run + "/summary.json");
   CHECK(summary.workers_lost == 1);

@@ -3,33 +3,14 @@
 #include "sim/membership.hpp"
 
 #include <simgrid/s4u.hpp>
-#include <torch/serialize/archive.h>
 
 #include <algorithm>
-#include <sstream>
+
+#include "scenario/worker.hpp"
 
 namespace sg4 = simgrid::s4u;
 
 namespace locosim {
-namespace {
-
-// The bytes of the tensors in an archive, nested archives (an optimizer's state) included. Shapes and
-// types only: a timing-only run's meta tensors weigh what the full run's do.
-double tensor_bytes(torch::serialize::InputArchive& archive) {
-  double bytes = 0;
-  for (const std::string& key : archive.keys()) {
-    torch::Tensor tensor;
-    torch::serialize::InputArchive nested;
-    if (archive.try_read(key, tensor)) {
-      if (tensor.defined()) bytes += static_cast<double>(tensor.numel()) * static_cast<double>(tensor.element_size());
-    } else if (archive.try_read(key, nested)) {
-      bytes += tensor_bytes(nested);
-    }
-  }
-  return bytes;
-}
-
-}  // namespace
 
 Membership::Membership(SimWorld& world, std::vector<SimWorker>& workers, double wire_scale, bool can_fail)
     : world_(world), workers_(workers), wire_scale_(wire_scale), can_fail_(can_fail), actors_(workers.size()) {
@@ -144,10 +125,7 @@ void Membership::join(int rank) {
   const std::shared_ptr<const GroupSnapshot> snapshot = tickets_.at(rank);
   tickets_.erase(rank);
   joining_.erase(rank);
-  std::istringstream in(snapshot->state);
-  torch::serialize::InputArchive archive;
-  archive.load_from(in);
-  w.policy->load(archive);
+  load_state(*w.policy, snapshot->state);
   w.transport->rejoin(snapshot->next_collective);
   world_.recorder->event({rank, EventKind::away, w.away_since_s, sg4::Engine::get_clock(), 0, -1});
   w.away_since_s = -1;
@@ -164,16 +142,9 @@ int Membership::first_running() const {
 }
 
 std::shared_ptr<const GroupSnapshot> Membership::snapshot(int rank, int64_t steps_done) const {
-  torch::serialize::OutputArchive archive;
-  workers_[rank].policy->save(archive);
-  std::ostringstream out;
-  archive.save_to(out);
   auto snap = std::make_shared<GroupSnapshot>();
-  snap->state = out.str();
-  std::istringstream in(snap->state);
-  torch::serialize::InputArchive written;
-  written.load_from(in);
-  snap->bytes = tensor_bytes(written);
+  snap->state = saved_state(*workers_[rank].policy);
+  snap->bytes = state_tensor_bytes(snap->state);
   snap->steps_done = steps_done;
   snap->next_collective = workers_[rank].transport->next_collective();
   return snap;

@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "scenario/device.hpp"
+#include "scenario/worker.hpp"
 #include "report/recorder_csv.hpp"
 #include "report/run_files.hpp"
 #include "report/summary.hpp"
@@ -103,13 +104,9 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   configure_network_model(engine, scenario.network_model);
   BuiltPlatform platform = build_platform(scenario.platform, scenario.world);
 
-  torch::set_num_threads(scenario.threads);
-  Corpus corpus = Corpus::from_file(scenario.data.path, scenario.data.eval_fraction, scenario.data.validation_fraction);
-  torch::manual_seed(scenario.seed);
-  TinyLlama reference(scenario.model);  // every policy and worker starts from these weights
+  RunStart start = start_run(scenario);
+  TinyLlama& reference = start.initial;  // every policy and worker starts from these weights
   if (!timing_only) reference->to(training_device(scenario));  // initialized on the CPU: the same weights
-  const double step_flops = flops_per_step(scenario, *reference);
-
   Recorder recorder;
   if (progress) {
     recorder.on_metric = [&progress](const MetricRow& row) {
@@ -144,17 +141,13 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
     if (timing_only) {
       for (auto& p : params) p = torch::empty(p.sizes(), p.options().device(torch::kMeta)).requires_grad_();
     }
-    PolicyContext ctx{params, w.transport.get(), scenario.train.optimizer, scenario.train.steps,
-                      wire_scale(scenario, *reference)};
-    w.policy = make_policy(policy, std::move(ctx));
-    Shard shard(corpus, rank, world_size, scenario.data.split, static_cast<int>(scenario.model.seq_len),
-                scenario.seed);
-    w.loop = std::make_unique<TrainLoop>(w.model, std::move(shard), corpus, *w.policy, *w.transport, scenario.train,
-                                         step_flops, recorder);
+    Worker built = build_worker(scenario, policy, rank, start, w.model, params, *w.transport, recorder);
+    w.policy = std::move(built.policy);
+    w.loop = std::move(built.loop);
     if (timing_only) w.loop->timing_params = params;
   }
 
-  Membership membership(world, workers, wire_scale(scenario, *reference), world_can_fail(scenario.world));
+  Membership membership(world, workers, start.wire_scale, world_can_fail(scenario.world));
   for (int rank = 0; rank < world_size; ++rank) {
     workers[rank].loop->on_handover_point = [&membership, rank](int64_t steps_done) {
       membership.handover_point(rank, steps_done);
@@ -228,13 +221,13 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   } else if (!timing_only) {
     summary.params_fingerprint = params_fingerprint(workers[fingerprinted].model->parameters());
     // With a validation split, every finished worker's final model scored on it (outside the clock).
+    std::vector<double> losses;
     if (scenario.data.validation_fraction > 0) {
-      double loss = 0;
       for (const SimWorker& w : workers) {
-        if (w.loop->finished()) loss += w.loop->evaluate_on(Split::validation) / finished;
+        if (w.loop->finished()) losses.push_back(w.loop->evaluate_on(Split::validation));
       }
-      summary.final_validation_loss = loss;
     }
+    summary.final_validation_loss = final_validation_loss(scenario, losses);
   }
   const LinkReport links = link_meter.report(scenario.link_bucket_s, end_s);
   for (const LinkTraffic& l : links.links) {  // a worker's own link cut: on that worker's record
