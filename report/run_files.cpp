@@ -15,9 +15,16 @@ std::string run_identity_header(const std::string& program, const std::string& l
   return "# " + program + " run of policy '" + label + "'";
 }
 
+std::string resolved_file_text(const std::string& header, const Scenario& scenario) {
+  const CollectiveChoice& used = scenario.network;
+  return header + "\n# collectives used: all_reduce " + algorithm_name(used.all_reduce) + ", all_gather " +
+         algorithm_name(used.all_gather) + ", flows " + (used.aggregated ? "aggregated" : "exact") +
+         " (network: auto chooses on the platform)\n" + scenario.resolved_yaml;
+}
+
 void write_run_identity(const std::string& dir, const Scenario& scenario, const PolicySpec& policy,
                         const std::string& program, const std::string& hash) {
-  write_text_file(dir + "/resolved.yaml", run_identity_header(program, policy.label) + "\n" + scenario.resolved_yaml);
+  write_text_file(dir + "/resolved.yaml", resolved_file_text(run_identity_header(program, policy.label), scenario));
   write_text_file(dir + "/" + kScenarioHashFile, hash + "\n");
 }
 

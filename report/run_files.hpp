@@ -19,7 +19,11 @@ class Recorder;
 // "# locosim run of policy 'diloco'".
 std::string run_identity_header(const std::string& program, const std::string& label);
 
-// resolved.yaml ("# <program> run of policy '<label>'" over the resolved scenario) and scenario.sha256
+// resolved.yaml's text: `header` (run_identity_header), a comment naming the collective algorithms the
+// run used (what network: auto chose on its platform), then the resolved scenario.
+std::string resolved_file_text(const std::string& header, const Scenario& scenario);
+
+// resolved.yaml (resolved_file_text under "# <program> run of policy '<label>'") and scenario.sha256
 // (`hash`, the run's identity: report/resume.hpp).
 void write_run_identity(const std::string& dir, const Scenario& scenario, const PolicySpec& policy,
                         const std::string& program, const std::string& hash);

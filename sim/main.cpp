@@ -238,11 +238,14 @@ int run(const std::string& file, const RunOptions& options, const std::optional<
   }
   if (options.shard.count > 1) std::printf(", shard %d/%d: %zu runs", options.shard.index, options.shard.count, plan.size());
   std::printf("\n");
-  // On a terminal only: the figure is this machine's, and what is printed off one (CI, the README) is not.
-  if (options.live_progress && !estimates.empty()) {
-    std::printf("estimate: %s here (%s, %d at once; `locosim check --explain` tells more)\n",
-                machine_time_range(estimates, effective_jobs(options)).c_str(),
-                counted(estimates.size(), "run", "runs").c_str(), std::min(effective_jobs(options), static_cast<int>(estimates.size())));
+  // The figure is this machine's: off a terminal (CI, a pipe, the README's outputs) it goes to stderr, so
+  // that stdout is the same on every machine.
+  if (!estimates.empty()) {
+    std::fprintf(options.live_progress ? stdout : stderr,
+                 "estimate: %s here (%s, %d at once; `locosim check --explain` tells more)\n",
+                 machine_time_range(estimates, effective_jobs(options)).c_str(),
+                 counted(estimates.size(), "run", "runs").c_str(),
+                 std::min(effective_jobs(options), static_cast<int>(estimates.size())));
   }
   if (sweep.seeds_not_needed > 0) {
     std::printf("numerics: none: the schedule does not depend on the training seed; one run stands for all %zu seeds\n",

@@ -516,7 +516,7 @@ RunSummary retargeted_summary(const fs::path& dir, const Scenario& scenario, con
   std::getline(old_resolved, heading);
   if (heading.rfind("# ", 0) != 0) heading = run_identity_header("locosim", policy.label);
   replace_committed_file(dir, "resolved.yaml",
-                         [&](const std::string& path) { write_text_file(path, heading + "\n" + scenario.resolved_yaml); });
+                         [&](const std::string& path) { write_text_file(path, resolved_file_text(heading, scenario)); });
   return summary;
 }
 

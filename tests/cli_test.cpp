@@ -263,7 +263,7 @@ TEST_CASE("cli: a corpus that is not UTF-8 or too small is refused before anythi
   fs::remove_all(dir);
 }
 
-TEST_CASE("cli: locosim accelerators lists the catalogue, a host names an entry, and a misspelt one exits 2") {
+TEST_CASE("cli: locosim accelerators lists the catalogue, a host names an entry (in resolved.yaml, with the collectives used), and a misspelt one exits 2") {
   const std::string dir = scratch_dir("accelerators");
   CliResult listed = run_locosim("accelerators", dir);
   CAPTURE(listed.err);
@@ -285,6 +285,11 @@ TEST_CASE("cli: locosim accelerators lists the catalogue, a host names an entry,
   const std::string resolved = read_file(dir + "/out/small/ddp/resolved.yaml");
   CAPTURE(resolved);
   CHECK(resolved.find("  rtx4090:\n      peak: 165.2 TFLOPS\n      efficiency: 0.3") != std::string::npos);
+  // What network: auto chose on two hosts without sites or relay, under the writer's line.
+  CHECK(resolved.rfind("# locosim run of policy 'ddp'\n# collectives used: all_reduce ring, all_gather mesh, flows exact ", 0) == 0);
+  // Off a terminal the machine's estimate goes to stderr: stdout is the same on every machine.
+  CHECK(ran.err.find("estimate: ") != std::string::npos);
+  CHECK(ran.out.find("estimate") == std::string::npos);
 
   write_file(dir + "/s.yaml", replaced(scenario, "accelerator: rtx4090", "accelerator: rtx409"));
   CliResult misspelt = run_locosim("check s.yaml", dir);
