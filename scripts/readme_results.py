@@ -34,7 +34,7 @@ BLOCKS = {
     "compare-all": ["run", "scenarios/compare-all.yaml", "--seeds", "3"],
 }
 
-LEFT_OUT = re.compile(r"^(\[\d+/\d+\] |note: |\d+ of \d+ runs finished earlier)")
+LEFT_OUT = re.compile(r"^(\[\d+/\d+\] |note: |estimate: |\d+ of \d+ runs finished earlier)")
 
 
 def output_of(build, args, out=None):
