@@ -61,6 +61,15 @@ class LocalTransport : public Transport {
     for (const auto& x : up) copy.push_back(x.detach().clone());
     std::unique_lock<std::mutex> lock(group_.mutex);
     if (!group_.server) group_.server = exchange.make_server();
+    if (exchange.own_windows) {  // the server's windows, at time 0, every rank a member
+      std::vector<int> ranks(static_cast<size_t>(group_.world_size));
+      for (int r = 0; r < group_.world_size; ++r) ranks[static_cast<size_t>(r)] = r;
+      group_.server->arrive(rank_, copy, 0, ranks);
+      group_.changed.notify_all();
+      if (!exchange.reply_at_once) group_.changed.wait(lock, [&] { return group_.server->merged(rank_); });
+      down = group_.server->reply(rank_);
+      return true;
+    }
     const uint64_t mine = group_.window.closed();
     group_.window.add(rank_, std::move(copy));
     if (static_cast<int>(group_.window.size()) == group_.world_size - group_.window.stopped_count()) {

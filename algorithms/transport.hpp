@@ -6,8 +6,9 @@
 
 #include <functional>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
+#include <stdexcept>
 #include <vector>
 
 #include "algorithms/codec.hpp"
@@ -72,12 +73,48 @@ class ParameterServer {
   // Whether the run's work is all in: a worker whose reply says so stops.
   virtual bool done() const = 0;
   virtual const std::vector<ServerUpdate>& updates() const = 0;
+
+  // Servers that run windows of their own (ServerExchange::own_windows, the quorum syncer): the
+  // transport hands each push to arrive() when it reaches the server, at now_s, with the ranks then in
+  // the group, and asks the server when a push is merged; it never calls apply(). The server knows whom
+  // its replies told to stop. The defaults throw std::logic_error (a server without windows of its own).
+  virtual void arrive(int rank, const std::vector<torch::Tensor>& up, double now_s, const std::vector<int>& members);
+  // Merges the open window if its rule is met at now_s (its deadline has come, or every rank in
+  // `members` still training has pushed into it).
+  virtual void tick(double now_s, const std::vector<int>& members);
+  // When the open window merges if no push arrives before; infinity while it waits for pushes.
+  virtual double deadline_s() const;
+  // Whether every push `rank` made is merged.
+  virtual bool merged(int rank) const;
+  // Whether a reply told `rank` to stop.
+  virtual bool stopped(int rank) const;
 };
+
+inline void ParameterServer::arrive(int, const std::vector<torch::Tensor>&, double, const std::vector<int>&) {
+  throw std::logic_error("this parameter server has no windows of its own (ParameterServer::arrive)");
+}
+inline void ParameterServer::tick(double, const std::vector<int>&) {
+  throw std::logic_error("this parameter server has no windows of its own (ParameterServer::tick)");
+}
+inline double ParameterServer::deadline_s() const {
+  throw std::logic_error("this parameter server has no windows of its own (ParameterServer::deadline_s)");
+}
+inline bool ParameterServer::merged(int) const {
+  throw std::logic_error("this parameter server has no windows of its own (ParameterServer::merged)");
+}
+inline bool ParameterServer::stopped(int) const {
+  throw std::logic_error("this parameter server has no windows of its own (ParameterServer::stopped)");
+}
 
 struct ServerExchange {
   double up_bytes = 0;    // what the push weighs on the wire (Wire::scale included)
   double down_bytes = 0;  // what the reply weighs
   double grace_s = 0;
+  // The server runs its own windows (ParameterServer::arrive): grace_s is unused; with reply_at_once
+  // the reply leaves as soon as the push is in, with the server's state at that moment (the worker
+  // never waits for a window), else once the push is merged.
+  bool own_windows = false;
+  bool reply_at_once = false;
   // Makes the group's server on the first push of the run (called once, by the transport).
   std::function<std::unique_ptr<ParameterServer>()> make_server;
 };

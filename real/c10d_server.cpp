@@ -5,7 +5,9 @@
 // Rank 0's server thread, on a store connection of its own, reads the orders in sequence and runs
 // the windows of ServerWindow (transport.hpp): a window opens at the first push it reads and holds
 // those read within grace_s of it, or every push of the ranks still training; it then applies them
-// in rank order and writes each one's reply. The thread starts with rank 0's first push (earlier
+// in rank order and writes each one's reply. A server with windows of its own (the quorum syncer)
+// gets each push as it is read and decides when to merge; its replies are written at once or once
+// the push is merged (ServerExchange::reply_at_once). The thread starts with rank 0's first push (earlier
 // pushes of other ranks wait in the store) and ends once every rank was told to stop. Whatever it reads
 // is checked first (server_messages.hpp): the order's rank and number, and each push laid out as the
 // server's own rank's; a bad one fails the run with an error naming its rank and key.
@@ -103,11 +105,14 @@ struct C10dTransport::ServerThread {
   std::string error;                // what stopped the thread: written before `failed` is set
   std::atomic<bool> failed{false};  // read by rank 0's worker while the thread runs
 
-  void run(c10::intrusive_ptr<c10d::Store> store, int world_size, const MessageBounds& push, double grace_s,
+  void run(c10::intrusive_ptr<c10d::Store> store, int world_size, const MessageBounds& push, const ServerExchange& rule,
            std::chrono::milliseconds timeout, const Clock::time_point start) {
     auto now_s = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+    const double grace_s = rule.grace_s;
     ServerWindow window;
-    std::map<int, int64_t> push_of;  // the window's pushes: rank -> its push number
+    std::map<int, int64_t> push_of;  // the pushes without a reply yet: rank -> its push number
+    std::vector<int> ranks;          // the server's own windows: every rank is a member
+    for (int r = 0; r < world_size; ++r) ranks.push_back(r);
     std::vector<int64_t> pushes_read(static_cast<size_t>(world_size), 0);  // by rank
     int64_t next = 1;
     // Reads the order numbered `next` if it is there; false if not (yet). Whatever it names is checked
@@ -129,8 +134,13 @@ struct C10dTransport::ServerThread {
                                  (push_of.count(order.rank) ? " (its push in this window has no reply yet)" : ""));
       }
       const std::string push_at = push_key(order.rank, order.push);
-      window.add(order.rank, tensors_from(store->get(push_at), push,
-                                          "rank " + std::to_string(order.rank) + "'s push (" + push_at + ")"));
+      std::vector<torch::Tensor> up =
+          tensors_from(store->get(push_at), push, "rank " + std::to_string(order.rank) + "'s push (" + push_at + ")");
+      if (rule.own_windows) {
+        server->arrive(order.rank, up, now_s(), ranks);
+      } else {
+        window.add(order.rank, std::move(up));
+      }
       push_of[order.rank] = order.push;
       ++pushes_read[order.rank];
       store->deleteKey(push_at);  // the store keeps only what is in flight
@@ -138,8 +148,35 @@ struct C10dTransport::ServerThread {
       ++next;
       return true;
     };
+    // The server's own windows: each push is answered at once (reply_at_once) or once it is merged;
+    // between pushes the server's rule is checked every millisecond (its grace window may end).
+    auto answer = [&] {
+      for (auto it = push_of.begin(); it != push_of.end();) {
+        if (!rule.reply_at_once && !server->merged(it->first)) {
+          ++it;
+          continue;
+        }
+        store->set(reply_key(it->first, it->second), tensor_bytes(server->reply(it->first)));
+        it = push_of.erase(it);
+      }
+    };
+    auto stopped = [&] {
+      int n = 0;
+      for (int r : ranks) n += server->stopped(r) ? 1 : 0;
+      return n;
+    };
     try {
-      while (window.stopped_count() < world_size) {
+      while (rule.own_windows && stopped() < world_size) {
+        const auto waited_since = Clock::now();
+        while (!read_next()) {
+          if (Clock::now() - waited_since > timeout * 10) throw std::runtime_error("no push arrived for 10 timeouts");
+          server->tick(now_s(), ranks);
+          answer();
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        answer();
+      }
+      while (!rule.own_windows && window.stopped_count() < world_size) {
         const auto waited_since = Clock::now();
         while (!read_next()) {
           if (Clock::now() - waited_since > timeout * 10) throw std::runtime_error("no push arrived for 10 timeouts");
@@ -168,9 +205,11 @@ bool C10dTransport::push_pull(const std::vector<torch::Tensor>& up, std::vector<
     server_ = std::make_shared<ServerThread>();
     server_->server = exchange.make_server();
     // The thread holds the server too: a transport destroyed early (a failed run) detaches it.
+    ServerExchange rule = exchange;  // its window rule (the server it makes is made here)
+    rule.make_server = nullptr;
     server_->thread = std::thread([self = server_, store = job_.connect(), k = world_size(), push = push_bounds(up),
-                                   grace = exchange.grace_s, timeout = job_.timeout,
-                                   start = start_] { self->run(store, k, push, grace, timeout, start); });
+                                   rule = std::move(rule), timeout = job_.timeout,
+                                   start = start_] { self->run(store, k, push, rule, timeout, start); });
   }
   const double start = now_s();
   job_.store->set(push_key(rank(), n), tensor_bytes(up));

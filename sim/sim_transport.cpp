@@ -200,14 +200,10 @@ CollectiveFlows SimTransport::all_gather_flows(const Members& shared, double byt
 // the whole collective, which stops every other side's flows too.
 static sg4::ActorPtr run_side(SimWorld& world, CollectiveId id, const std::string& name, sg4::Host* host,
                               std::function<void(const std::string&)> side, const std::string& tag) {
-  // A side only drives SimGrid comms, yet its stack is 64 MiB, on purpose: SimGrid 3.32's set_stacksize
-  // takes KiB, and a stack above glibc's largest mmap threshold (32 MiB) is mapped for the side and
-  // unmapped when it ends, its memory returned at once. A 64 KiB one comes from the heap, which the sides'
-  // stacks then fragment: 4096 workers x 100 rounds (bench/scale.py, ring) took 835 -> 1572 MiB and 12%
-  // more CPU (bench/README.md, 2026-11-26, later). The default 8 MiB would go the heap's way too, once
-  // glibc's dynamic threshold has risen past it.
-  constexpr unsigned kSideStackKiB = 64 * 1024;
-  sg4::ActorPtr actor = sg4::Actor::init(name, host)->set_stacksize(kSideStackKiB)->start([&world, id, side = std::move(side), tag] {
+  // A side only drives SimGrid comms: a small stack (the default 8 MiB, mapped and unmapped for each
+  // of the K sides of every collective, was a tenth of a large timing-only run's time).
+  constexpr unsigned kSideStackBytes = 64 * 1024;
+  sg4::ActorPtr actor = sg4::Actor::init(name, host)->set_stacksize(kSideStackBytes)->start([&world, id, side = std::move(side), tag] {
     try {
       side(tag);
     } catch (const simgrid::Exception&) {  // NetworkFailureException, and comms cancelled under it
@@ -446,7 +442,8 @@ bool SimTransport::exchange_failed() {
 
 // The push travels to the server's host and the reply back, each as one flow; in between the
 // worker waits for its window to close: when every worker still training has pushed into it, or
-// grace_s after its first push, whichever comes first. An exchange that fails (a cut link, the
+// grace_s after its first push, whichever comes first (a server with windows of its own decides
+// itself, and may reply at once: exchange_own_window). An exchange that fails (a cut link, the
 // server's host off) is not retried: the worker's next round pushes again (exchange_failed).
 bool SimTransport::push_pull(const std::vector<torch::Tensor>& up, std::vector<torch::Tensor>& down,
                              const ServerExchange& exchange) {
@@ -465,10 +462,26 @@ bool SimTransport::push_pull(const std::vector<torch::Tensor>& up, std::vector<t
     world_.window_mutex = sg4::Mutex::create();
     world_.window_closed = sg4::ConditionVariable::create();
   }
-  if (!world_.window.open()) world_.window_end_s = at + exchange.grace_s;
-  const uint64_t mine = world_.window.closed();
   std::vector<torch::Tensor> copy;
   for (const auto& x : up) copy.push_back(x.detach().clone());
+  std::vector<torch::Tensor> reply =
+      exchange.own_windows ? exchange_own_window(copy, at, exchange.reply_at_once) : exchange_window(copy, at, exchange);
+
+  doing_ = "receiving the server's reply";
+  if (server != rank_ && !transfer(rank_, server, rank_, server_host, tag + "/down", exchange.down_bytes, *recorder)) {
+    return exchange_failed();
+  }
+  doing_ = nullptr;
+  down = std::move(reply);
+  return true;
+}
+
+// The transport's windows (ServerWindow): the worker waits for its window to close.
+std::vector<torch::Tensor> SimTransport::exchange_window(std::vector<torch::Tensor> copy, double at,
+                                                         const ServerExchange& exchange) {
+  Recorder* recorder = world_.recorder;
+  if (!world_.window.open()) world_.window_end_s = at + exchange.grace_s;
+  const uint64_t mine = world_.window.closed();
   world_.window.add(rank_, std::move(copy));
   size_t training = 0;
   for (int r : world_.members()) training += world_.window.stopped(r) ? 0 : 1;
@@ -485,15 +498,32 @@ bool SimTransport::push_pull(const std::vector<torch::Tensor>& up, std::vector<t
     }
   }
   if (now_s() > at) recorder->event({rank_, EventKind::wait, at, now_s(), 0, -1});
-  std::vector<torch::Tensor> reply = world_.window.take_reply(rank_);
+  return world_.window.take_reply(rank_);
+}
 
-  doing_ = "receiving the server's reply";
-  if (server != rank_ && !transfer(rank_, server, rank_, server_host, tag + "/down", exchange.down_bytes, *recorder)) {
-    return exchange_failed();
+// The server's own windows (ParameterServer::arrive): the reply leaves at once, or once the push is
+// merged. A waiting worker checks the server's rule again at its deadline, and every
+// failure_timeout_s (a member lost meanwhile is noticed then, as in a collective).
+std::vector<torch::Tensor> SimTransport::exchange_own_window(std::vector<torch::Tensor> copy, double at,
+                                                             bool reply_at_once) {
+  ParameterServer& server = *world_.server;
+  if (reply_at_once) {  // nobody waits on the server's windows
+    server.arrive(rank_, copy, at, world_.members());
+  } else {
+    doing_ = "waiting for the server to merge its push";
+    std::unique_lock<sg4::Mutex> lock(*world_.window_mutex);
+    server.arrive(rank_, copy, at, world_.members());
+    world_.window_closed->notify_all();
+    while (!server.merged(rank_)) {
+      const double until = std::min(server.deadline_s(), now_s() + world_.failure_timeout_s);
+      if (world_.window_closed->wait_until(lock, until) == std::cv_status::timeout && !server.merged(rank_)) {
+        server.tick(now_s(), world_.members());
+        world_.window_closed->notify_all();
+      }
+    }
+    if (now_s() > at) world_.recorder->event({rank_, EventKind::wait, at, now_s(), 0, -1});
   }
-  doing_ = nullptr;
-  down = std::move(reply);
-  return true;
+  return server.reply(rank_);
 }
 
 void SimTransport::close_window() {

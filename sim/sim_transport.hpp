@@ -165,6 +165,10 @@ class SimTransport : public Transport {
 
   // Applies the open window's pushes and wakes the workers waiting on it.
   void close_window();
+  // push_pull's wait at the server, for a push that reached it at `at`: in the transport's windows
+  // (ServerWindow), or in the server's own (ParameterServer::arrive). Both return the reply.
+  std::vector<torch::Tensor> exchange_window(std::vector<torch::Tensor> copy, double at, const ServerExchange& exchange);
+  std::vector<torch::Tensor> exchange_own_window(std::vector<torch::Tensor> copy, double at, bool reply_at_once);
   // A failed exchange with the server: false (the worker tries again after its next round), or
   // throws CutOff when it can never succeed.
   bool exchange_failed();

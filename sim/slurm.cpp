@@ -1,5 +1,5 @@
 // submit_to_slurm: the job array and merge scripts, and their submission with sbatch.
-#include "cli/slurm.hpp"
+#include "sim/slurm.hpp"
 
 #include <unistd.h>
 
@@ -13,7 +13,7 @@
 
 #include "report/output_file.hpp"
 #include "report/run_folder.hpp"
-#include "cli/estimate.hpp"
+#include "sim/estimate.hpp"
 
 namespace locosim {
 namespace fs = std::filesystem;

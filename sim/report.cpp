@@ -1,5 +1,5 @@
 // report_run_folder: the comparison tables of a finished run folder, read back from its files.
-#include "cli/report.hpp"
+#include "sim/report.hpp"
 
 #include <algorithm>
 #include <filesystem>

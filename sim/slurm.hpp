@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/run.hpp"
-#include "cli/sweep.hpp"
+#include "sim/run.hpp"
+#include "sim/sweep.hpp"
 
 namespace locosim {
 
