@@ -39,7 +39,7 @@ PolicySpec parse_policy(Section& s);
 std::optional<std::pair<std::string, int64_t>> sync_period(const PolicySpec& spec);
 
 // Whether the policy's numbers depend on the clock (PolicyTraits::reads_clock): the others train the
-// same values on any platform, so a sweep may re-time their runs (sim/run.hpp).
+// same values on any platform, so a sweep may re-time their runs (cli/run.hpp).
 bool reads_clock(const PolicySpec& spec);
 
 std::unique_ptr<Policy> make_policy(const PolicySpec& spec, PolicyContext ctx);

@@ -55,7 +55,7 @@ struct PolicyTraits {
   // Its synchronization period; std::nullopt for a policy that communicates every step (ddp, demo).
   Required<std::function<std::optional<SyncPeriod>(const Config&)>> sync_period;
   // Whether what it trains (values, order) depends on the clock: then a sweep never re-times its runs
-  // from another point's (sim/run.hpp), and its timing-only runs are not compared with full ones.
+  // from another point's (cli/run.hpp), and its timing-only runs are not compared with full ones.
   Required<std::function<bool(const Config&)>> reads_clock;
   // Builds the policy of one worker.
   Required<std::function<std::unique_ptr<Policy>(const Config&, PolicyContext)>> make;

@@ -14,7 +14,7 @@
 #include "config/error.hpp"
 #include "config/platform.hpp"
 #include "config/section.hpp"
-#include "sim/sweep.hpp"
+#include "cli/sweep.hpp"
 
 #ifndef LOCOSIM_SOURCE_DIR
 #error "LOCOSIM_SOURCE_DIR must name the repository root (fuzz/CMakeLists.txt sets it)"

@@ -17,7 +17,7 @@ namespace locosim {
 void pin_cpu_kernels(char** argv);
 
 // Sets the three variables in this process's environment (nothing if the user opted out); returns
-// whether any changed. A program that starts another (sim/launcher.cpp) passes them on without
+// whether any changed. A program that starts another (cli/launcher.cpp) passes them on without
 // loading LibTorch itself; one that has loaded it must re-execute (pin_cpu_kernels).
 bool set_cpu_kernel_variables();
 

@@ -22,7 +22,7 @@ void write_updates_csv(const std::vector<ServerUpdate>& updates, const std::stri
 
 // exact_losses.csv: worker,step,train_loss,eval_loss of every metric row, the losses in hexadecimal
 // floating point (exact; eval_loss empty where not evaluated). metrics.csv rounds them to 6 decimals;
-// a re-timed run (sim/run.hpp) takes its losses from here, so that its summary is the full run's.
+// a re-timed run (cli/run.hpp) takes its losses from here, so that its summary is the full run's.
 inline constexpr const char* kExactLossesFile = "exact_losses.csv";
 void write_exact_losses_csv(const Recorder& recorder, const std::string& path);
 

@@ -99,7 +99,7 @@ std::string hash_of(const Scenario& scenario, const PolicySpec& policy, const ch
 
 std::string run_hash(const Scenario& scenario, const PolicySpec& policy) {
   YAML::Node tree = resolved_tree(scenario, policy);
-  // Only the report reads it (time to target): a finished run's summary is re-derived (sim/run.cpp).
+  // Only the report reads it (time to target): a finished run's summary is re-derived (cli/run.cpp).
   if (tree["train"].IsMap()) tree["train"].remove("target_loss");
   return hash_of(scenario, policy, kHashFormat, tree);
 }

@@ -4,7 +4,7 @@
 // The hash covers everything that determines a run's files: the resolved scenario (every setting with
 // its default filled in, after the sweep point's values) with only this policy in its policy list (so
 // adding a policy to a scenario keeps the others' runs), the corpus's bytes, and the links.csv bucket;
-// not train.target_loss, which only the summary reads (a finished run's is re-derived: sim/run.cpp).
+// not train.target_loss, which only the summary reads (a finished run's is re-derived: cli/run.cpp).
 // It does not cover the locosim build: a run folder from an older build counts as done (--force), if
 // it lists its files. A folder counts as finished only while every file it held when it was committed
 // is there with its size (report/run_folder.hpp): one with a file deleted or truncated is computed again.

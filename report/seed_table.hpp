@@ -45,7 +45,7 @@ std::string format_seed_table(const std::vector<SeedSummary>& rows);
 std::vector<std::pair<std::string, std::string>> indistinguishable(const std::vector<SeedSummary>& rows,
                                                                    Interval SeedSummary::*metric);
 
-// seeds.csv's columns and one row's cells (sim/run.cpp puts a sweep's point columns before them).
+// seeds.csv's columns and one row's cells (cli/run.cpp puts a sweep's point columns before them).
 std::string seeds_csv_header();
 std::string seeds_csv_row(const SeedSummary& row);
 

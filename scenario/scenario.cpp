@@ -18,7 +18,7 @@
 //   report:  {link_bucket: auto, trace: messages}               # links.csv time bucket: auto (~200) or "10 s";
 //                                                                # trace.json: messages | collectives | none
 //   policies: [ddp, {name: diloco, label: diloco-h50, inner_steps: 50}]
-//   sweep:                                # optional: run the scenario over a grid (sim/sweep.hpp)
+//   sweep:                                # optional: run the scenario over a grid (cli/sweep.hpp)
 //     platform.hosts[*].uplink.bandwidth: [10 Mbps, 100 Mbps, 1000 Mbps]
 //     policies[diloco].inner_steps: [50, 500]
 // A sweep key is a dotted path into this file; [i] picks a list item by index, [*] every item, [x] the
@@ -294,7 +294,7 @@ static Scenario read_scenario(Section& top, const std::string& path, const std::
   top.set_resolved_list("policies", entries);
   check_sync_periods(entries, s);
   check_async_policies(entries, s);
-  if (top.has("sweep")) top.child("sweep");  // the grid is expanded before this (sim/sweep.cpp)
+  if (top.has("sweep")) top.child("sweep");  // the grid is expanded before this (cli/sweep.cpp)
   top.finish();
   check_data_fits(top, s);
   s.resolved_yaml = top.resolved_yaml();

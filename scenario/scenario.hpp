@@ -42,7 +42,7 @@ struct Scenario {
   std::string file;
   std::string name;                 // runs/<name>/...; defaults to the file's stem
   uint64_t seed = 1;                // the training seed (initial weights, batch order) and the world's churn
-  // `seeds:` the training seeds each policy runs at (a sweep expands them: sim/sweep.hpp); {seed}
+  // `seeds:` the training seeds each policy runs at (a sweep expands them: cli/sweep.hpp); {seed}
   // without the key. The world's churn keeps `seed`'s draws at every one of them.
   std::vector<uint64_t> seeds = {1};
   PlatformSpec platform;
@@ -81,7 +81,7 @@ inline constexpr size_t kMaxTunePoints = 64;
 // without the "platform." prefix). They change the resolved YAML, so the run's hash.
 Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides = {});
 // The same for YAML text that stands for the file `path` (relative paths resolve next to it): a grid
-// point of a `sweep:` (sim/sweep.hpp), whose positions in messages refer to `yaml`, not to the file.
+// point of a `sweep:` (cli/sweep.hpp), whose positions in messages refer to `yaml`, not to the file.
 Scenario load_scenario_text(const std::string& yaml, const std::string& path, const std::vector<Override>& overrides = {});
 
 // Where the default corpus lives ($LOCOSIM_CACHE, else $XDG_CACHE_HOME/locosim, else ~/.cache/locosim).

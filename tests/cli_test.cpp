@@ -9,7 +9,7 @@
 #include <torch/cuda.h>
 
 #include "config/error.hpp"
-#include "sim/sweep.hpp"
+#include "cli/sweep.hpp"
 #include "tests/cli_util.hpp"
 #include "tests/doctest_torch.hpp"
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Layering: config/ (strict YAML, units, platform and world schemas) includes nothing of the project
 # outside config/, and its library links yaml-cpp only; algorithms/ and models/ include no SimGrid or
-# c10d header. Prints each offending include; exit 1 if there is one.
+# c10d header; cli/ (planning, the process pool, the command line) includes no SimGrid header: only
+# sim/ touches SimGrid. Prints each offending include; exit 1 if there is one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bad=0
@@ -13,6 +14,10 @@ while IFS= read -r line; do
   echo "layering: algorithms/ and models/ must not include SimGrid or c10d: $line"
   bad=1
 done < <(grep -HnE '#include [<"](simgrid/|torch/csrc/distributed/)' algorithms/*.cpp algorithms/*.hpp models/*.cpp models/*.hpp || true)
+while IFS= read -r line; do
+  echo "layering: cli/ must not include SimGrid (only sim/ does): $line"
+  bad=1
+done < <(grep -HnE '#include [<"]simgrid/' cli/*.cpp cli/*.hpp || true)
 if ! grep -q 'target_link_libraries(locosim_config PUBLIC yaml-cpp)' config/CMakeLists.txt; then
   echo "layering: locosim_config must link yaml-cpp only (config/CMakeLists.txt)"
   bad=1

@@ -1,5 +1,5 @@
 // Progress lines (only on a terminal, never in CI) and the CLI's `report` subcommand.
-#include "sim/progress.hpp"
+#include "cli/progress.hpp"
 
 #include <sys/wait.h>
 

@@ -11,9 +11,9 @@
 #include <thread>
 
 #include "report/resume.hpp"
-#include "sim/estimate.hpp"
-#include "sim/run.hpp"
-#include "sim/slurm.hpp"
+#include "cli/estimate.hpp"
+#include "cli/run.hpp"
+#include "cli/slurm.hpp"
 #include "tests/cli_util.hpp"
 #include "tests/doctest_torch.hpp"
 

@@ -1,4 +1,4 @@
-// Re-timed sweep points (sim/run.hpp): runs that differ only in what times them (links, accelerators,
+// Re-timed sweep points (cli/run.hpp): runs that differ only in what times them (links, accelerators,
 // the network model, slowdowns, the timing scale) train once; the others run their schedule only and
 // take that training's losses. Their files must be a full rerun's, byte for byte, and nothing that
 // changes the numbers (or a policy that reads the clock, or a world that fails) may be re-timed.
@@ -7,7 +7,7 @@
 #include <set>
 
 #include "report/recorder_csv.hpp"
-#include "sim/run.hpp"
+#include "cli/run.hpp"
 #include "tests/cli_util.hpp"
 #include "tests/doctest_torch.hpp"
 

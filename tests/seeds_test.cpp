@@ -7,9 +7,9 @@
 #include <sstream>
 
 #include "config/error.hpp"
-#include "sim/report.hpp"
-#include "sim/run.hpp"
-#include "sim/sweep.hpp"
+#include "cli/report.hpp"
+#include "cli/run.hpp"
+#include "cli/sweep.hpp"
 #include "tests/doctest_torch.hpp"
 #include "tests/tiny_run.hpp"
 

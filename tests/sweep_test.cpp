@@ -1,6 +1,6 @@
 // Sweeps: a scenario's `sweep:` grid expands into validated points (errors name the sweep key and
 // point), and a grid runs into runs/<scenario>/<point>/<policy>/ with one summary.csv for the grid.
-#include "sim/sweep.hpp"
+#include "cli/sweep.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -9,8 +9,8 @@
 #include "algorithms/ddp.hpp"
 #include "algorithms/diloco.hpp"
 #include "config/error.hpp"
-#include "sim/report.hpp"
-#include "sim/run.hpp"
+#include "cli/report.hpp"
+#include "cli/run.hpp"
 #include "tests/doctest_torch.hpp"
 #include "tests/tiny_run.hpp"
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "config/error.hpp"
-#include "sim/sweep.hpp"
+#include "cli/sweep.hpp"
 #include "tests/cli_util.hpp"
 #include "tests/doctest_torch.hpp"
 

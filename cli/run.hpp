@@ -6,12 +6,12 @@
 // Each policy folder is written under a hidden temporary name and renamed into place only when complete,
 // with the hash of what it ran (report/resume.hpp): a run already finished is not computed again, so an
 // interrupted sweep resumes where it stopped, and a sweep can be split into shards run on several
-// machines (--shard, or a SLURM job array: sim/slurm.hpp), then merged into the summaries.
+// machines (--shard, or a SLURM job array: cli/slurm.hpp), then merged into the summaries.
 // A sweep's points that differ only in what times a run (the platform's links and accelerators, the
 // network model, the world's slowdowns, the timing scale) train the same numbers: for a policy that
 // does not read the clock, on a world where nothing fails, the first such run of the plan trains and
 // the others are re-timed from it (its schedule only, with its losses: the same files as a full run).
-// Children report each step through a pipe; the parent shows live progress lines (sim/progress.hpp).
+// Children report each step through a pipe; the parent shows live progress lines (cli/progress.hpp).
 #pragma once
 #include <filesystem>
 #include <optional>
@@ -21,7 +21,7 @@
 #include "scenario/scenario.hpp"
 #include "report/seed_table.hpp"
 #include "report/summary.hpp"
-#include "sim/sweep.hpp"
+#include "cli/sweep.hpp"
 
 namespace locosim {
 

@@ -1,5 +1,5 @@
 // explain_policy: a timing-only probe of the policy's schedule, read back from its run files.
-#include "sim/explain.hpp"
+#include "cli/explain.hpp"
 
 #include <fmt/format.h>
 #include <sys/wait.h>
@@ -19,14 +19,14 @@
 
 #include "algorithms/policy_registry.hpp"
 #include "report/summary.hpp"
-#include "sim/estimate.hpp"
+#include "cli/estimate.hpp"
 #include "sim/simulate.hpp"
 
 namespace locosim {
 namespace fs = std::filesystem;
 namespace {
 
-// Rows of events.csv the probe simulates at most: about 2 s on one core (sim/estimate.cpp's price per row).
+// Rows of events.csv the probe simulates at most: about 2 s on one core (cli/estimate.cpp's price per row).
 constexpr double kProbeRows = 2e5;
 
 // The collective the policy's rounds use (its registry trait), with the scenario's algorithm for it.

@@ -1,5 +1,5 @@
 // submit_to_slurm: the job array and merge scripts, and their submission with sbatch.
-#include "sim/slurm.hpp"
+#include "cli/slurm.hpp"
 
 #include <unistd.h>
 
@@ -13,7 +13,7 @@
 
 #include "report/output_file.hpp"
 #include "report/run_folder.hpp"
-#include "sim/estimate.hpp"
+#include "cli/estimate.hpp"
 
 namespace locosim {
 namespace fs = std::filesystem;

@@ -1,5 +1,5 @@
 // load_sweep: resolves each sweep key against the scenario's YAML tree, then loads every grid point.
-#include "sim/sweep.hpp"
+#include "cli/sweep.hpp"
 
 #include <yaml-cpp/yaml.h>
 

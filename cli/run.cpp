@@ -1,6 +1,6 @@
 // plan_runs, run_planned and merge_runs: a pool of child processes, one per (point, policy), with
-// progress through pipes; then the summary files (sim/report.cpp reads them back).
-#include "sim/run.hpp"
+// progress through pipes; then the summary files (cli/report.cpp reads them back).
+#include "cli/run.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -34,7 +34,7 @@
 #include "report/run_folder.hpp"
 #include "report/stop_signals.hpp"
 #include "report/tuning.hpp"
-#include "sim/progress.hpp"
+#include "cli/progress.hpp"
 #include "report/resume.hpp"
 #include "report/run_files.hpp"
 #include "sim/simulate.hpp"

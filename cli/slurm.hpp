@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/run.hpp"
-#include "sim/sweep.hpp"
+#include "cli/run.hpp"
+#include "cli/sweep.hpp"
 
 namespace locosim {
 

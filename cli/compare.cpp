@@ -1,5 +1,5 @@
 // compare_run_folders: the rows of two run folders, metric by metric (see compare.hpp).
-#include "sim/compare.hpp"
+#include "cli/compare.hpp"
 
 #include <fmt/format.h>
 

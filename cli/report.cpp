@@ -1,5 +1,5 @@
 // report_run_folder: the comparison tables of a finished run folder, read back from its files.
-#include "sim/report.hpp"
+#include "cli/report.hpp"
 
 #include <algorithm>
 #include <filesystem>

@@ -1,5 +1,5 @@
 // A scenario's `sweep:` block (schema in scenario/scenario.cpp): the grid of values it names, expanded
-// into one validated Scenario per point. Not here: running them (sim/run.hpp).
+// into one validated Scenario per point. Not here: running them (cli/run.hpp).
 #pragma once
 #include <cstdint>
 #include <optional>

@@ -1,7 +1,7 @@
 // The run estimate: close to what a measured large run cost, and a run that does not fit is refused
 // with its figures before anything is written (regression: a 2-step run on a 1024-host platform took
 // 104 s, 13.7 GB and wrote 1.4 GB without a word).
-#include "sim/estimate.hpp"
+#include "cli/estimate.hpp"
 
 #include <cstdlib>
 #include <filesystem>

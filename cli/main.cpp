@@ -37,14 +37,14 @@
 #include "report/seed_table.hpp"
 #include "report/tuning.hpp"
 #include "report/stop_signals.hpp"
-#include "sim/compare.hpp"
-#include "sim/estimate.hpp"
-#include "sim/explain.hpp"
-#include "sim/progress.hpp"
-#include "sim/report.hpp"
-#include "sim/run.hpp"
-#include "sim/slurm.hpp"
-#include "sim/sweep.hpp"
+#include "cli/compare.hpp"
+#include "cli/estimate.hpp"
+#include "cli/explain.hpp"
+#include "cli/progress.hpp"
+#include "cli/report.hpp"
+#include "cli/run.hpp"
+#include "cli/slurm.hpp"
+#include "cli/sweep.hpp"
 
 using namespace locosim;
 

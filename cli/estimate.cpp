@@ -1,5 +1,5 @@
 // RunEstimate: rows from the schedule, priced per row (see estimate.hpp).
-#include "sim/estimate.hpp"
+#include "cli/estimate.hpp"
 
 #include <sys/statvfs.h>
 

@@ -1,5 +1,5 @@
 // Progress lines: terminal detection, formatting, and redrawing with plain ANSI cursor moves.
-#include "sim/progress.hpp"
+#include "cli/progress.hpp"
 
 #include <sys/ioctl.h>
 #include <unistd.h>
