@@ -200,10 +200,14 @@ CollectiveFlows SimTransport::all_gather_flows(const Members& shared, double byt
 // the whole collective, which stops every other side's flows too.
 static sg4::ActorPtr run_side(SimWorld& world, CollectiveId id, const std::string& name, sg4::Host* host,
                               std::function<void(const std::string&)> side, const std::string& tag) {
-  // A side only drives SimGrid comms: a small stack (the default 8 MiB, mapped and unmapped for each
-  // of the K sides of every collective, was a tenth of a large timing-only run's time).
-  constexpr unsigned kSideStackBytes = 64 * 1024;
-  sg4::ActorPtr actor = sg4::Actor::init(name, host)->set_stacksize(kSideStackBytes)->start([&world, id, side = std::move(side), tag] {
+  // A side only drives SimGrid comms, yet its stack is 64 MiB, on purpose: SimGrid 3.32's set_stacksize
+  // takes KiB, and a stack above glibc's largest mmap threshold (32 MiB) is mapped for the side and
+  // unmapped when it ends, its memory returned at once. A 64 KiB one comes from the heap, which the sides'
+  // stacks then fragment: 4096 workers x 100 rounds (bench/scale.py, ring) took 835 -> 1572 MiB and 12%
+  // more CPU (bench/README.md, 2026-11-26, later). The default 8 MiB would go the heap's way too, once
+  // glibc's dynamic threshold has risen past it.
+  constexpr unsigned kSideStackKiB = 64 * 1024;
+  sg4::ActorPtr actor = sg4::Actor::init(name, host)->set_stacksize(kSideStackKiB)->start([&world, id, side = std::move(side), tag] {
     try {
       side(tag);
     } catch (const simgrid::Exception&) {  // NetworkFailureException, and comms cancelled under it
