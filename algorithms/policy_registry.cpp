@@ -9,6 +9,7 @@
 #include "algorithms/eager_diloco.hpp"
 #include "algorithms/fedavg.hpp"
 #include "algorithms/noloco.hpp"
+#include "algorithms/quorum_syncer.hpp"
 #include "algorithms/sparseloco.hpp"
 #include "algorithms/sparta.hpp"
 #include "algorithms/streaming_diloco.hpp"
@@ -25,6 +26,7 @@ const std::vector<PolicyEntry>& policy_registry() {
       co2_policy(),
       fedavg_policy(),
       async_diloco_policy(),
+      quorum_syncer_policy(),
       noloco_policy(),
       sparta_policy(),
       sparta_diloco_policy(),

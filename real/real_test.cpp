@@ -511,6 +511,56 @@ TEST_CASE("real: asynchronous DiLoCo on 3 ranks applies the simulator's pushes i
   fs::remove_all(dir);
 }
 
+TEST_CASE("real: the quorum syncer on 3 ranks merges every push once, and with windows of all 3 gives the simulator's numbers") {
+  // quorum 3 with learners that wait for the merge: every window holds one push of each rank, merged in
+  // rank order, on both backends; then metrics, updates.csv and the final parameters are the
+  // simulator's. By default learners take the syncer's state at once: the windows are the cluster's
+  // own, and every push is merged exactly once.
+  const std::string dir = scratch_dir("quorum3");
+  write_corpus(dir + "/corpus.txt", 20000);
+  std::string yaml = small_scenario_yaml();
+  yaml = yaml.substr(0, yaml.find("policies:"));
+  yaml = replaced(yaml, "  hosts:\n", "  hosts:\n    - {name: third, accelerator: gpu, uplink: {bandwidth: 50 Mbps, latency: 10 ms},"
+                                      " downlink: {bandwidth: 500 Mbps, latency: 10 ms}}\n");
+  yaml += "policies:\n"
+          "  - {name: quorum_syncer, label: windows, inner_steps: 3, quorum: 3, wait_for_merge: true}\n"
+          "  - {name: quorum_syncer, label: free, inner_steps: 3}\n";
+  write_file(dir + "/s.yaml", yaml);
+  REQUIRE(run_locosim("run s.yaml -o sim", dir).exit_code == 0);
+  for (const char* label : {"windows", "free"}) {
+    CliResult r = run_locosim(std::string("s.yaml --policy ") + label + " --spawn 3 -o real --timeout 30", dir,
+                              "locosim-real");
+    CAPTURE(r.err);
+    REQUIRE(r.exit_code == 0);
+  }
+  const std::string sim = dir + "/sim/small/windows", real = dir + "/real/small/windows";
+  CHECK(without_times(read_file(real + "/metrics.csv")) == without_times(read_file(sim + "/metrics.csv")));
+  CHECK(without_times(read_file(real + "/updates.csv")) == without_times(read_file(sim + "/updates.csv")));
+  std::string print = read_file(sim + "/summary.json");
+  print = print.substr(print.find("params_fingerprint"), 40);
+  CHECK(read_file(real + "/summary.json").find(print) != std::string::npos);
+  std::istringstream in(read_file(dir + "/real/small/free/updates.csv"));
+  std::string line;
+  std::getline(in, line);
+  int rows = 0, last_version = 0, steps = 0;
+  while (std::getline(in, line)) {
+    double time_s = 0;
+    int worker = 0, v = 0, staleness = 0, n = 0;
+    REQUIRE(std::sscanf(line.c_str(), "%lf,%d,%d,%d,%d", &time_s, &worker, &v, &staleness, &n) == 5);
+    CHECK(v >= last_version);
+    CHECK(n == 3);
+    last_version = v;
+    steps += n;
+    ++rows;
+  }
+  CHECK(steps >= 3 * 12);
+  const std::string metrics = read_file(dir + "/real/small/free/metrics.csv");
+  int committed = 0;  // the rows of a push that reached the syncer
+  for (size_t at = metrics.find(",committed"); at != std::string::npos; at = metrics.find(",committed", at + 1)) ++committed;
+  CHECK(committed == rows);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("real: DeMo's all-gathers through the relay give the simulator's losses, each rank uploading once to it") {
   std::string yaml = replaced(small_scenario_yaml(), "steps: 12", "steps: 8");
   yaml = replaced(yaml, "data:", "    - {name: third, accelerator: gpu, uplink: {bandwidth: 20 Mbps, latency: 10 ms}, "
