@@ -462,21 +462,32 @@ TEST_CASE("real: a killed rank that is restarted rejoins the group") {
   fs::remove_all(dir);
 }
 
-TEST_CASE("real: asynchronous DiLoCo on 3 ranks applies the simulator's pushes in the same order, to the same numbers") {
-  // Windows that hold every rank's push (a grace period longer than the run) fix the order of the
-  // updates on both backends: then the losses, the final parameters and updates.csv's sequence of
-  // (worker, version, staleness, steps) are the simulator's. With no grace period the order is the
-  // cluster's own; the run completes and applies every push once.
-  const std::string dir = scratch_dir("async3");
+namespace {
+
+// One row of updates.csv.
+struct UpdateRow {
+  int worker = 0, version = 0, staleness = 0, steps = 0;
+};
+
+// What a parameter-server policy's run without a fixed order left (updates.csv's rows, and how many of
+// metrics.csv's rows say their push committed).
+struct FreeRun {
+  std::vector<UpdateRow> updates;
+  int committed = 0;
+};
+
+// A parameter-server policy on 3 ranks: `policies` holds two entries, labelled `windows` (windows that
+// fix the order of the updates on both backends) and `free` (the cluster's own order). Both run in the
+// simulator and with locosim-real --spawn 3; `windows` must give the simulator's metrics, updates.csv
+// (times aside) and final parameters. Returns what the `free` run on the real backend left.
+FreeRun server_policy_on_three_ranks(const std::string& name, const std::string& policies) {
+  const std::string dir = scratch_dir(name);
   write_corpus(dir + "/corpus.txt", 20000);
   std::string yaml = small_scenario_yaml();
   yaml = yaml.substr(0, yaml.find("policies:"));
   yaml = replaced(yaml, "  hosts:\n", "  hosts:\n    - {name: third, accelerator: gpu, uplink: {bandwidth: 50 Mbps, latency: 10 ms},"
                                       " downlink: {bandwidth: 500 Mbps, latency: 10 ms}}\n");
-  yaml += "policies:\n"
-          "  - {name: async_diloco, label: windows, inner_steps: 3, dylu: false, grace_s: 1000}\n"
-          "  - {name: async_diloco, label: free, inner_steps: 3}\n";
-  write_file(dir + "/s.yaml", yaml);
+  write_file(dir + "/s.yaml", yaml + "policies:\n" + policies);
   REQUIRE(run_locosim("run s.yaml -o sim", dir).exit_code == 0);
   for (const char* label : {"windows", "free"}) {
     CliResult r = run_locosim(std::string("s.yaml --policy ") + label + " --spawn 3 -o real --timeout 30", dir,
@@ -490,75 +501,60 @@ TEST_CASE("real: asynchronous DiLoCo on 3 ranks applies the simulator's pushes i
   std::string print = read_file(sim + "/summary.json");
   print = print.substr(print.find("params_fingerprint"), 40);
   CHECK(read_file(real + "/summary.json").find(print) != std::string::npos);
-  // No grace period: every push the ranks made is in updates.csv, versions 1, 2, ... in order.
-  const std::string updates = read_file(dir + "/real/small/free/updates.csv");
-  std::istringstream in(updates);
+
+  FreeRun free;
+  std::istringstream in(read_file(dir + "/real/small/free/updates.csv"));
   std::string line;
   std::getline(in, line);
-  int version = 0, steps = 0;
   while (std::getline(in, line)) {
     double time_s = 0;
-    int worker = 0, v = 0, staleness = 0, n = 0;
-    REQUIRE(std::sscanf(line.c_str(), "%lf,%d,%d,%d,%d", &time_s, &worker, &v, &staleness, &n) == 5);
-    CHECK(v == ++version);
-    steps += n;
+    UpdateRow row;
+    REQUIRE(std::sscanf(line.c_str(), "%lf,%d,%d,%d,%d", &time_s, &row.worker, &row.version, &row.staleness,
+                        &row.steps) == 5);
+    free.updates.push_back(row);
+  }
+  const std::string metrics = read_file(dir + "/real/small/free/metrics.csv");
+  for (size_t at = metrics.find(",committed"); at != std::string::npos; at = metrics.find(",committed", at + 1)) {
+    ++free.committed;
+  }
+  fs::remove_all(dir);
+  return free;
+}
+
+}  // namespace
+
+TEST_CASE("real: asynchronous DiLoCo on 3 ranks applies the simulator's pushes in the same order, to the same numbers") {
+  // Windows that hold every rank's push (a grace period longer than the run) fix the order of the
+  // updates on both backends. With no grace period the order is the cluster's own; the run completes
+  // and applies every push once: versions 1, 2, ... in order, each a committed row.
+  const FreeRun free = server_policy_on_three_ranks(
+      "async3", "  - {name: async_diloco, label: windows, inner_steps: 3, dylu: false, grace_s: 1000}\n"
+                "  - {name: async_diloco, label: free, inner_steps: 3}\n");
+  int version = 0, steps = 0;
+  for (const UpdateRow& row : free.updates) {
+    CHECK(row.version == ++version);
+    steps += row.steps;
   }
   CHECK(steps >= 3 * 12);
-  const std::string metrics = read_file(dir + "/real/small/free/metrics.csv");
-  int committed = 0;  // the rows of a push that was applied
-  for (size_t at = metrics.find(",committed"); at != std::string::npos; at = metrics.find(",committed", at + 1)) ++committed;
-  CHECK(committed == version);
-  fs::remove_all(dir);
+  CHECK(free.committed == version);
 }
 
 TEST_CASE("real: the quorum syncer on 3 ranks merges every push once, and with windows of all 3 gives the simulator's numbers") {
   // quorum 3 with learners that wait for the merge: every window holds one push of each rank, merged in
-  // rank order, on both backends; then metrics, updates.csv and the final parameters are the
-  // simulator's. By default learners take the syncer's state at once: the windows are the cluster's
-  // own, and every push is merged exactly once.
-  const std::string dir = scratch_dir("quorum3");
-  write_corpus(dir + "/corpus.txt", 20000);
-  std::string yaml = small_scenario_yaml();
-  yaml = yaml.substr(0, yaml.find("policies:"));
-  yaml = replaced(yaml, "  hosts:\n", "  hosts:\n    - {name: third, accelerator: gpu, uplink: {bandwidth: 50 Mbps, latency: 10 ms},"
-                                      " downlink: {bandwidth: 500 Mbps, latency: 10 ms}}\n");
-  yaml += "policies:\n"
-          "  - {name: quorum_syncer, label: windows, inner_steps: 3, quorum: 3, wait_for_merge: true}\n"
-          "  - {name: quorum_syncer, label: free, inner_steps: 3}\n";
-  write_file(dir + "/s.yaml", yaml);
-  REQUIRE(run_locosim("run s.yaml -o sim", dir).exit_code == 0);
-  for (const char* label : {"windows", "free"}) {
-    CliResult r = run_locosim(std::string("s.yaml --policy ") + label + " --spawn 3 -o real --timeout 30", dir,
-                              "locosim-real");
-    CAPTURE(r.err);
-    REQUIRE(r.exit_code == 0);
-  }
-  const std::string sim = dir + "/sim/small/windows", real = dir + "/real/small/windows";
-  CHECK(without_times(read_file(real + "/metrics.csv")) == without_times(read_file(sim + "/metrics.csv")));
-  CHECK(without_times(read_file(real + "/updates.csv")) == without_times(read_file(sim + "/updates.csv")));
-  std::string print = read_file(sim + "/summary.json");
-  print = print.substr(print.find("params_fingerprint"), 40);
-  CHECK(read_file(real + "/summary.json").find(print) != std::string::npos);
-  std::istringstream in(read_file(dir + "/real/small/free/updates.csv"));
-  std::string line;
-  std::getline(in, line);
-  int rows = 0, last_version = 0, steps = 0;
-  while (std::getline(in, line)) {
-    double time_s = 0;
-    int worker = 0, v = 0, staleness = 0, n = 0;
-    REQUIRE(std::sscanf(line.c_str(), "%lf,%d,%d,%d,%d", &time_s, &worker, &v, &staleness, &n) == 5);
-    CHECK(v >= last_version);
-    CHECK(n == 3);
-    last_version = v;
-    steps += n;
-    ++rows;
+  // rank order, on both backends. By default learners take the syncer's state at once: the windows are
+  // the cluster's own, and every push is merged exactly once (a window's rows share its version).
+  const FreeRun free = server_policy_on_three_ranks(
+      "quorum3", "  - {name: quorum_syncer, label: windows, inner_steps: 3, quorum: 3, wait_for_merge: true}\n"
+                 "  - {name: quorum_syncer, label: free, inner_steps: 3}\n");
+  int last_version = 0, steps = 0;
+  for (const UpdateRow& row : free.updates) {
+    CHECK(row.version >= last_version);
+    CHECK(row.steps == 3);
+    last_version = row.version;
+    steps += row.steps;
   }
   CHECK(steps >= 3 * 12);
-  const std::string metrics = read_file(dir + "/real/small/free/metrics.csv");
-  int committed = 0;  // the rows of a push that reached the syncer
-  for (size_t at = metrics.find(",committed"); at != std::string::npos; at = metrics.find(",committed", at + 1)) ++committed;
-  CHECK(committed == rows);
-  fs::remove_all(dir);
+  CHECK(free.committed == static_cast<int>(free.updates.size()));
 }
 
 TEST_CASE("real: DeMo's all-gathers through the relay give the simulator's losses, each rank uploading once to it") {
