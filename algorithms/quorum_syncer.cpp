@@ -47,8 +47,8 @@ QuorumSyncerConfig QuorumSyncerConfig::parse(Section& s) {
 
 namespace {
 
-constexpr int kReplyDone = 1, kReplyMetaSize = 2;  // after [0]: the version
-constexpr int kPushMetaSize = 1;                    // [0]: the steps
+constexpr int kSyncerReplyDone = 1, kSyncerReplyMetaSize = 2;  // after [0]: the version
+constexpr int kSyncerPushMetaSize = 1;                    // [0]: the steps
 
 class Syncer : public ParameterServer {
  public:
@@ -79,7 +79,7 @@ class Syncer : public ParameterServer {
     }
     last_arrival_s_ = now_s;
     Push p{rank, pushes_[rank]++, {}, static_cast<int64_t>(up.back()[0].item<double>()), last_version_[rank]};
-    for (size_t i = 0; i + kPushMetaSize < up.size(); ++i) {
+    for (size_t i = 0; i + kSyncerPushMetaSize < up.size(); ++i) {
       p.g.push_back(up[i].to(theta_[i].device(), torch::kFloat32, false, /*copy=*/true));
     }
     steps_received_ += p.steps;
@@ -196,9 +196,9 @@ class QuorumSyncer : public Policy {
     for (const auto& g : anchor_.pseudo_gradient(ctx_.params)) up.push_back(through_wire(g, cfg_.wire));
     const std::vector<torch::Tensor>& theta = anchor_.theta();
     ServerExchange exchange;
-    exchange.up_bytes = wire_bytes(up, cfg_.wire) * ctx_.wire_scale + 8 * kPushMetaSize;
+    exchange.up_bytes = wire_bytes(up, cfg_.wire) * ctx_.wire_scale + 8 * kSyncerPushMetaSize;
     up.push_back(torch::tensor({static_cast<double>(steps_in_round_)}, torch::kFloat64));
-    exchange.down_bytes = wire_bytes(theta, WireFormat::fp32) * ctx_.wire_scale + 8 * kReplyMetaSize;
+    exchange.down_bytes = wire_bytes(theta, WireFormat::fp32) * ctx_.wire_scale + 8 * kSyncerReplyMetaSize;
     exchange.own_windows = true;
     exchange.reply_at_once = !cfg_.wait_for_merge;
     exchange.make_server = [this] {
@@ -208,7 +208,7 @@ class QuorumSyncer : public Policy {
     const bool applied = ctx_.transport->push_pull(up, down, exchange);
     if (applied) {
       for (size_t i = 0; i < theta.size(); ++i) theta[i].copy_(down[i]);
-      done_ = down.back()[kReplyDone].item<double>() != 0;
+      done_ = down.back()[kSyncerReplyDone].item<double>() != 0;
     }
     // Received or not, the next H steps start from the model last received.
     anchor_.restart(ctx_.params);
