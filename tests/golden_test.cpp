@@ -32,6 +32,20 @@ std::string first_difference(const std::string& expected, const std::string& got
   }
 }
 
+// Compares `got` with the golden file `golden` (tests/golden/...); with LOCOSIM_UPDATE_GOLDENS set,
+// writes it there instead.
+void check_golden(const std::string& got, const fs::path& golden) {
+  if (std::getenv("LOCOSIM_UPDATE_GOLDENS") != nullptr) {
+    fs::create_directories(golden.parent_path());
+    write_file(golden.string(), got);
+    MESSAGE("wrote " << golden.string());
+    return;
+  }
+  REQUIRE_MESSAGE(fs::exists(golden), "no golden " << golden.string() << ": cd build && LOCOSIM_UPDATE_GOLDENS=1 ctest -R goldens");
+  const std::string difference = first_difference(read_file(golden.string()), got);
+  CHECK_MESSAGE(difference.empty(), golden.string() << " " << difference);
+}
+
 }  // namespace
 
 TEST_CASE("goldens: every registered policy's metrics.csv and events.csv on the small scenario are the pinned ones") {
@@ -41,22 +55,11 @@ TEST_CASE("goldens: every registered policy's metrics.csv and events.csv on the 
   write_file(dir + "/s.yaml", with_policies(yaml, registered_policies_block()));
   const CliResult r = run_locosim("run s.yaml -o runs", dir);
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-  const bool update = std::getenv("LOCOSIM_UPDATE_GOLDENS") != nullptr;
   for (const std::string& policy : registered_policy_names()) {
     for (const char* file : {"metrics.csv", "events.csv"}) {
       CAPTURE(policy);
       CAPTURE(file);
-      const std::string got = read_file(dir + "/runs/small/" + policy + "/" + file);
-      const fs::path golden = fs::path("tests/golden") / policy / file;
-      if (update) {
-        fs::create_directories(golden.parent_path());
-        write_file(golden.string(), got);
-        MESSAGE("wrote " << golden.string());
-        continue;
-      }
-      REQUIRE_MESSAGE(fs::exists(golden), "no goldens for " << policy << ": cd build && LOCOSIM_UPDATE_GOLDENS=1 ctest -R goldens");
-      const std::string difference = first_difference(read_file(golden.string()), got);
-      CHECK_MESSAGE(difference.empty(), policy << "/" << std::string(file) << " " << difference);
+      check_golden(read_file(dir + "/runs/small/" + policy + "/" + file), fs::path("tests/golden") / policy / file);
     }
   }
   fs::remove_all(dir);
@@ -99,22 +102,12 @@ policies:
 )");
   const CliResult r = run_locosim("run s.yaml -o runs", dir);
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-  const bool update = std::getenv("LOCOSIM_UPDATE_GOLDENS") != nullptr;
   for (const std::string policy : {"diloco", "demo"}) {
     for (const std::string file : {"events.csv", "trace.json"}) {
       CAPTURE(policy);
       CAPTURE(file);
-      const std::string got = read_file(dir + "/runs/relay-ties/" + policy + "/" + file);
-      const fs::path golden = fs::path("tests/golden/relay-ties") / policy / file;
-      if (update) {
-        fs::create_directories(golden.parent_path());
-        write_file(golden.string(), got);
-        MESSAGE("wrote " << golden.string());
-        continue;
-      }
-      REQUIRE_MESSAGE(fs::exists(golden), "no goldens for relay-ties/" << policy << ": cd build && LOCOSIM_UPDATE_GOLDENS=1 ctest -R goldens");
-      const std::string difference = first_difference(read_file(golden.string()), got);
-      CHECK_MESSAGE(difference.empty(), "relay-ties/" << policy << "/" << file << " " << difference);
+      check_golden(read_file(dir + "/runs/relay-ties/" + policy + "/" + file),
+                   fs::path("tests/golden/relay-ties") / policy / file);
     }
   }
   fs::remove_all(dir);
