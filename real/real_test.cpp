@@ -161,21 +161,6 @@ TEST_CASE("real: bad options, a missing job secret and a world section are refus
   fs::remove_all(dir);
 }
 
-// CPU time (user + system) the process has used so far, from /proc/<pid>/stat.
-static double cpu_seconds(pid_t pid) {
-  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
-  const size_t close = stat.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream fields(stat.substr(close + 2));
-  std::string field;
-  double utime = 0, stime = 0;
-  for (int i = 3; fields >> field; ++i) {  // field 3 is the state; 14 and 15 are utime and stime
-    if (i == 14) utime = std::stod(field);
-    if (i == 15) stime = std::stod(field);
-  }
-  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
 // A scenario of 4 ranks (the small one's hosts, twice over) and `steps` steps.
 static std::string four_ranks_yaml(int steps) {
   std::string yaml = replaced(small_scenario_yaml(), "steps: 12", "steps: " + std::to_string(steps));
@@ -213,19 +198,34 @@ static bool running(pid_t pid) {
   return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
 }
 
-// SIGKILL once the process has used 2 s of CPU (it is training, past the rendezvous), or after 2 min.
-// Fails the test if the process ended first: its run was too short for this machine.
-static void kill_once_training(pid_t pid) {
-  for (int i = 0; i < 1200 && running(pid) && cpu_seconds(pid) < 2.0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+// Bytes the process has written so far (/proc/<pid>/io's wchar): a rank writes nothing but its
+// collectives' sends through Gloo's sockets (and a few bytes to the store) before its run ends.
+static double bytes_written(pid_t pid) {
+  std::istringstream io(read_file("/proc/" + std::to_string(pid) + "/io"));
+  for (std::string key, value; io >> key >> value;) {
+    if (key == "wchar:") return std::stod(value);
   }
-  REQUIRE_MESSAGE(running(pid), "the rank ended before it had used 2 s of CPU: lengthen the test's run");
+  return -1;
+}
+
+// SIGKILL once the process has sent 8 MB (the small model's all-reduce is about 1.4 MB a rank: some 6
+// collectives, so it is training, past the rendezvous, on a fast machine or a slow one alike) and
+// half a second more (a rank streams its rows to the store at most every 250 ms: rows of its life
+// before the kill reach the run folder), or after 2 min. Fails the test if the process ended first
+// (its run was too short) or its bytes cannot be read.
+static void kill_once_training(pid_t pid) {
+  REQUIRE_MESSAGE(bytes_written(pid) >= 0, "cannot read /proc/" << pid << "/io");
+  for (int i = 0; i < 6000 && running(pid) && bytes_written(pid) < 8e6; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  REQUIRE_MESSAGE(running(pid), "the rank ended before it had sent 8 MB and trained half a second more: lengthen the test's run");
   kill(pid, SIGKILL);
 }
 
 // Runs `locosim-real <yaml> -p <policy> --spawn 4` in `dir` (stdout and stderr to out.txt and
-// err.txt), kills rank `victim` once it has used 2 s of CPU (training, not starting: a rank waiting
-// in the rendezvous sleeps, and on a loaded machine a fixed pause could end before it), and returns
+// err.txt), kills rank `victim` once it has sent some collectives' bytes (training, not starting: on a
+// loaded machine a fixed pause could end before the rendezvous), and returns
 // the launcher's wait status and the seconds from the kill to the launcher's exit. `yaml` must be a
 // name no other test uses: the ranks are found by it.
 struct KillResult {
@@ -283,10 +283,10 @@ static std::map<int, int64_t> last_steps(const std::string& metrics_csv) {
 TEST_CASE("real: a killed rank leaves the others to re-form the group and finish") {
   const std::string dir = scratch_dir("kill");
   write_corpus(dir + "/corpus.txt", 20000);
-  // Long enough that rank 1 is killed before the end and the others go on: 2 s of CPU is half of a
-  // rank's run on a recent 2-core AMD EPYC, an eighth on slower machines. The steps after the kill
-  // are most of this test's time.
-  const int steps = 800;
+  // Rank 1 is killed some collectives and half a second in (a tenth of the run or so here, under a
+  // third on a machine four times as fast): the others go on for most of the run. The steps after the
+  // kill are most of this test's time.
+  const int steps = 240;
   write_file(dir + "/kill-one.yaml", four_ranks_yaml(steps));
   // A collective every step, and one every H steps (fedavg's is DiLoCo's: the same transport path).
   for (const std::string policy : {"ddp", "diloco"}) {
@@ -368,7 +368,10 @@ static double final_eval_loss(const std::string& metrics_csv, int worker) {
 TEST_CASE("real: a killed rank that is restarted rejoins the group") {
   const std::string dir = scratch_dir("rejoin");
   write_corpus(dir + "/corpus.txt", 20000);
-  const int steps = 1200;  // 2 s of CPU is a quarter to a fifteenth of a rank's run (see above)
+  // Rank 1 is killed some collectives in (see above); the others wait for it a sixth of --timeout (5 s,
+  // when a restart here is back in 2 to 4 s) before going on without it, then have most of the run left
+  // for a slower restart to come back in.
+  const int steps = 400;
   std::string yaml = four_ranks_yaml(steps);
   yaml = replaced(yaml, "{name: diloco, inner_steps: 4", "{name: diloco, inner_steps: 2");
   write_file(dir + "/rejoin.yaml", yaml);
@@ -376,7 +379,7 @@ TEST_CASE("real: a killed rank that is restarted rejoins the group") {
   REQUIRE(launcher >= 0);
   if (launcher == 0) {
     std::string command = "cd '" + dir + "' && exec '" + std::string(std::getenv("LOCOSIM_BIN")) +
-                          "/locosim-real' rejoin.yaml -p diloco --spawn 4 --timeout 60 >out.txt 2>err.txt";
+                          "/locosim-real' rejoin.yaml -p diloco --spawn 4 --timeout 30 >out.txt 2>err.txt";
     execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
     std::_Exit(127);
   }
