@@ -287,8 +287,9 @@ def main():
     # number 999 (out of sequence: the real rank 1 is still at 0) whose header says dtype 250. The
     # dtypes and dims of in-sequence pushes are checked by relay_test's parameter-server cases.
     for forged, what in [(int64(-7) + int64(1), "rank -7"), (int64(1) + int64(999), "push 999, dtype 250")]:
-        # A short timeout: the workers learn of the server's failure when their wait for its reply times out.
-        job = Job(bin_dir, work, "async", secret, relay=False, timeout_s=10)
+        # A short timeout: the workers learn of the server's failure when their wait for its reply times out
+        # (5 s: twice a loaded machine's start of these ranks, and every second of it is this check's time).
+        job = Job(bin_dir, work, "async", secret, relay=False, timeout_s=5)
         s = connect(job.store_port)
         ok = handshake(s, key, "store", 1)
         if what.startswith("push 999"):  # a push whose header says dtype 250, one dim of 4
@@ -342,7 +343,7 @@ def main():
             insider["proved"] = handshake(s, key, "relay", 1)
             insider["socket"] = s
 
-        job = Job(bin_dir, work, "demo", secret, relay=True, timeout_s=10, before_ranks=claim_rank_1)
+        job = Job(bin_dir, work, "demo", secret, relay=True, timeout_s=5, before_ranks=claim_rank_1)
         deadline = time.time() + RUN_TIMEOUT_S  # the relay serves until every connection it holds closes
         while any(p.poll() is None for p in job.procs[1:]) and time.time() < deadline:
             time.sleep(0.1)
