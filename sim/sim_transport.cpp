@@ -199,7 +199,7 @@ CollectiveFlows SimTransport::all_gather_flows(const Members& shared, double byt
 // A side's flows run in a helper actor: a flow that fails (a cut link, a peer's host gone) fails
 // the whole collective, which stops every other side's flows too.
 static sg4::ActorPtr run_side(SimWorld& world, CollectiveId id, const std::string& name, sg4::Host* host,
-                              std::function<void(const std::string&)> side, const std::string& tag) {
+                              std::function<void(const std::string&)> side, uint64_t slot) {
   // A side only drives SimGrid comms, yet its stack is 64 MiB, on purpose: SimGrid 3.32's set_stacksize
   // takes KiB, and a stack above glibc's largest mmap threshold (32 MiB) is mapped for the side and
   // unmapped when it ends, its memory returned at once. A 64 KiB one comes from the heap, which the sides'
@@ -207,15 +207,19 @@ static sg4::ActorPtr run_side(SimWorld& world, CollectiveId id, const std::strin
   // more CPU (bench/README.md, 2026-11-26, later). The default 8 MiB would go the heap's way too, once
   // glibc's dynamic threshold has risen past it.
   constexpr unsigned kSideStackKiB = 64 * 1024;
-  sg4::ActorPtr actor = sg4::Actor::init(name, host)->set_stacksize(kSideStackKiB)->start([&world, id, side = std::move(side), tag] {
+  sg4::ActorPtr actor = sg4::Actor::init(name, host)->set_stacksize(kSideStackKiB)->start([&world, id, side = std::move(side), slot] {
     try {
-      side(tag);
+      side("slot-" + std::to_string(slot));
     } catch (const simgrid::Exception&) {  // NetworkFailureException, and comms cancelled under it
       fail_collective(world, id);
       return;
     }
     auto c = world.in_flight.find(id);
     if (c != world.in_flight.end()) ++c->second.sides_done;
+    if (auto left = world.slot_sides_left.find(slot); --left->second == 0) {
+      world.slot_sides_left.erase(left);
+      world.free_slots.push_back(slot);
+    }
   });
   world.in_flight[id].flows.push_back(actor->get_pid());
   return actor;
@@ -263,12 +267,21 @@ CollectiveId SimTransport::start(const std::vector<int>& group, std::vector<torc
   ++c.arrived;
   if (c.failed) return id;  // a member was lost before this one arrived: no flows, it fails
   CollectiveFlows flows = flows_for(c.shared_members);
+  if (first) {
+    if (world_.free_slots.empty()) {
+      c.slot = world_.next_slot++;
+    } else {
+      c.slot = world_.free_slots.back();
+      world_.free_slots.pop_back();
+    }
+    world_.slot_sides_left[c.slot] = c.members.size() + (flows.relay_side ? 1 : 0);
+  }
   if (first && flows.relay_side) {  // the relay must be listening from the first arrival on
     if (!world_.relay) throw std::logic_error("SimTransport: a relay algorithm needs SimWorld::relay");
-    run_side(world_, id, tag + "-relay", world_.relay, std::move(flows.relay_side), tag);
+    run_side(world_, id, tag + "-relay", world_.relay, std::move(flows.relay_side), c.slot);
   }
   helpers_[id] = run_side(world_, id, tag + "-" + std::to_string(rank_), world_.hosts[rank_],
-                           std::move(flows.rank_side), tag);
+                           std::move(flows.rank_side), c.slot);
   return id;
 }
 

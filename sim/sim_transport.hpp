@@ -37,6 +37,7 @@ struct SimCollective {
   std::shared_ptr<const std::vector<int>> shared_members;  // the same, for the sides' flows (no copy per side)
   std::vector<std::vector<torch::Tensor>> contributions;   // by rank; empty for a non-member
   std::vector<aid_t> flows;                                // the helper actors carrying it
+  uint64_t slot = 0;                                       // whose mailboxes its flows use (SimWorld::free_slots)
   size_t arrived = 0;                                      // members that called it
   size_t sides_done = 0;                                   // helpers whose flows ended without failure
   std::set<int> unread;                                    // members that have not taken the result yet
@@ -81,6 +82,14 @@ struct SimWorld {
   // before the simulated compute (sim/step_pool.hpp).
   StepPool* pool = nullptr;
   std::map<CollectiveId, SimCollective> in_flight;
+  // The mailboxes a collective's flows use are named by a slot, not by the collective: SimGrid 3.32
+  // keeps every mailbox it ever made (about 1 KiB each), which at 4096 workers x 100 rounds was most of
+  // the run's memory. A slot goes back to free_slots once every side of the collective holding it ended
+  // without failure (its mailboxes are empty then: every message sent was received); a failed
+  // collective's slot is never reused.
+  std::vector<uint64_t> free_slots;
+  uint64_t next_slot = 0;
+  std::map<uint64_t, size_t> slot_sides_left;  // by slot in use: the sides still to end without failure
   uint64_t next_subgroup = 0;                                     // a subgroup collective's serial number
   std::map<std::vector<int>, std::vector<uint64_t>> subgroups_open;  // by group: its serials in flight, oldest first
   // What the world will still do (a route that stays cut, a host that stays off): the scenario's
