@@ -99,10 +99,11 @@ std::string faults_dir(const std::string& name, const std::string& world, const 
 
 std::string run_dir(const std::string& dir, const std::string& policy) { return dir + "/runs/faults-small/" + policy; }
 
-// The static world's run of every policy: where to strike.
+// The static world's run of every policy: where to strike. Timing only (README "Timing-only runs"):
+// the same events, times and wall-clock to the last byte as a run that trains, without the steps.
 const std::string& baseline() {
   static const std::string dir = [] {
-    const std::string d = faults_dir("world-baseline", "");
+    const std::string d = faults_dir("world-baseline", "numerics: none\n");
     CliResult r = run_locosim("run s.yaml", d);
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
     return d;
