@@ -1,10 +1,10 @@
 #!/bin/sh
-# python build_dir out_dir: scripts/reproduce.py on two cases for 8 steps at 2 seeds, then the
+# python build_dir out_dir: scripts/reproduce.py on two cases for 4 steps at 2 seeds, then the
 # document's shape: a section per case, the tuned column, a verdict per claim.
 set -eu
 python=$1 build=$2 out=$3
 rm -rf "$out" && mkdir -p "$out"
-"$python" scripts/reproduce.py --build "$build" --only diloco-replicas demo-vs-adamw --steps 8 --seeds 2 \
+"$python" scripts/reproduce.py --build "$build" --only diloco-replicas demo-vs-adamw --steps 4 --seeds 2 \
   --output "$out/runs" --doc "$out/reproductions.md"
 doc="$out/reproductions.md"
 fail() { echo "smoke_test: $1"; cat "$doc"; exit 1; }
