@@ -286,19 +286,32 @@ def main():
     # An insider (it holds the secret) forges parameter-server pushes: from rank -7, then rank 1's push
     # number 999 (out of sequence: the real rank 1 is still at 0) whose header says dtype 250. The
     # dtypes and dims of in-sequence pushes are checked by relay_test's parameter-server cases.
-    for forged, what in [(int64(-7) + int64(1), "rank -7"), (int64(1) + int64(999), "push 999, dtype 250")]:
+    # The two jobs run at once, each forged by a thread of its own as soon as it starts: most of their
+    # time is the wait for the server's reply timing out.
+    def forge(forged, what, result):
         # A short timeout: the workers learn of the server's failure when their wait for its reply times out
         # (5 s: twice a loaded machine's start of these ranks, and every second of it is this check's time).
         job = Job(bin_dir, work, "async", secret, relay=False, timeout_s=5)
         s = connect(job.store_port)
-        ok = handshake(s, key, "store", 1)
+        result["ok"] = handshake(s, key, "store", 1)
         if what.startswith("push 999"):  # a push whose header says dtype 250, one dim of 4
             store_call(s, 1, [b"ps/push/1/999", int64(250) + int64(1) + int64(4) + b"\0" * 16])
         status, reply = store_call(s, 3, [b"ps/arrivals", int64(1)])
         n = struct.unpack("<q", reply[9:17])[0]
         store_call(s, 1, [b"ps/order/%d" % n, forged])
-        codes, errs = job.wait()
+        result["codes"], result["errs"] = job.wait()
         s.close()
+
+    forgeries = [(int64(-7) + int64(1), "rank -7"), (int64(1) + int64(999), "push 999, dtype 250")]
+    results = [{} for _ in forgeries]
+    forgers = [threading.Thread(target=forge, args=(forged, what, result))
+               for (forged, what), result in zip(forgeries, results)]
+    for t in forgers:
+        t.start()
+    for t in forgers:
+        t.join()
+    for (forged, what), result in zip(forgeries, results):
+        ok, codes, errs = result.get("ok", False), result.get("codes", ["no result"]), result.get("errs", [""])
         rank0 = errs[0]
         check(ok and codes[0] == 1 and all(c in (0, 1) for c in codes),
               "a forged push (%s) fails the run with exit 1, no signal (%s)" % (what, codes), failures)
