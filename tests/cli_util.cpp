@@ -60,6 +60,7 @@ std::string scratch_dir(const std::string& name) {
   fs::path dir = fs::temp_directory_path() / ("locosim-test-" + name + "-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
+  scratch_folders().push_back(dir.string());
   return dir.string();
 }
 

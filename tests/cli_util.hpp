@@ -18,8 +18,11 @@ struct CliResult {
 CliResult run_locosim(const std::string& args, const std::string& cwd, const std::string& program = "locosim",
                       const std::string& environment = "");
 
-// A fresh, empty folder under the system temp folder, named after `name`.
+// A fresh, empty folder under the system temp folder, named after `name`; removed when the test
+// program ends with every test passed (a failed test's folders stay for a look).
 std::string scratch_dir(const std::string& name);
+// The folders to remove then (the test runner, tests/doctest_main.cpp, removes them).
+std::vector<std::string>& scratch_folders();
 
 // A learnable text of about `bytes` bytes (a tiny deterministic grammar), written to `path`.
 void write_corpus(const std::string& path, size_t bytes);
