@@ -22,13 +22,17 @@ target_include_directories(locosim_cli_util PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(locosim_cli_util PUBLIC doctest::doctest)
 target_compile_options(locosim_cli_util PRIVATE -O1)
 
-# locosim_add_tests(name [NO_TORCH] SOURCES a_test.cpp ... LIBS lib ...): one doctest binary, one ctest
-# entry per case. Tests run from the repository root, so they can name scenarios/ and platforms/ files.
-# Test code is compiled at -O1 (the code under test keeps the build's optimization): a third less
-# compile time, the same numbers (no fast-math at any level). NO_TORCH: the tests include
-# <doctest/doctest.h> and no LibTorch header, and build without the precompiled header.
+# locosim_add_tests(name [NO_TORCH] [ONE_PROCESS] SOURCES a_test.cpp ... LIBS lib ...): one doctest
+# binary, one ctest entry per case. Tests run from the repository root, so they can name scenarios/
+# and platforms/ files. Test code is compiled at -O1 (the code under test keeps the build's
+# optimization): a third less compile time, the same numbers (no fast-math at any level). NO_TORCH:
+# the tests include <doctest/doctest.h> and no LibTorch header, and build without the precompiled
+# header. ONE_PROCESS: one ctest entry runs every case in one process, for cases that need no process
+# of their own (no SimGrid engine, no run folder of a fixed name): a binary linked with LibTorch takes
+# about a second to start, and algorithms_test's 102 entries spent more on that than on their work.
+# `<binary> --test-case=NAME` runs one case.
 function(locosim_add_tests name)
-  cmake_parse_arguments(T "NO_TORCH" "" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(T "NO_TORCH;ONE_PROCESS" "" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   target_link_libraries(${name} PRIVATE locosim_doctest_main doctest::doctest ${T_LIBS})
@@ -40,7 +44,13 @@ function(locosim_add_tests name)
   endif()
   # A ctest entry that selects no case would pass without testing anything (a ';' in a case's name
   # splits it into two entries, neither naming the case): such an entry fails instead.
-  doctest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
-                         PROPERTIES ENVIRONMENT "LOCOSIM_BIN=${PROJECT_BINARY_DIR}"
-                                    FAIL_REGULAR_EXPRESSION "test cases: 0 [|]")
+  if(T_ONE_PROCESS)
+    add_test(NAME "${name}: every case, in one process" COMMAND ${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+    set_tests_properties("${name}: every case, in one process" PROPERTIES ENVIRONMENT "LOCOSIM_BIN=${PROJECT_BINARY_DIR}"
+                         FAIL_REGULAR_EXPRESSION "test cases: 0 [|]" COST 100)
+  else()
+    doctest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+                           PROPERTIES ENVIRONMENT "LOCOSIM_BIN=${PROJECT_BINARY_DIR}"
+                                      FAIL_REGULAR_EXPRESSION "test cases: 0 [|]")
+  endif()
 endfunction()
