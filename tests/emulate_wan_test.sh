@@ -19,13 +19,18 @@ case "$part" in
   tcp | relay | both) ;;
   *) echo "usage: emulate_wan_test.sh BUILD_DIR [tcp|relay|both]"; exit 2 ;;
 esac
-if [ "$part" != relay ]; then
-  out=$(python3 "$repo/scripts/emulate_wan.py" "$repo/scenarios/tests/wan-ci.yaml" --build "$build" \
+# Runs scripts/emulate_wan.py on scenarios/tests/$1 and prints its table, also kept in $out; exits 77
+# (skipped) where network namespaces cannot be made, 1 if it failed.
+emulate() {
+  out=$(python3 "$repo/scripts/emulate_wan.py" "$repo/scenarios/tests/$1" --build "$build" \
         --calibration "$repo/platforms/calibration/tcp-emulated.yaml")
-  code=$?
+  local code=$?
   echo "$out"
   [ $code -eq 3 ] && exit 77
   [ $code -eq 0 ] || exit 1
+}
+if [ "$part" != relay ]; then
+  emulate wan-ci.yaml
   rows=$(echo "$out" | grep -c '^| wan-ci |')
   [ "$rows" -eq 2 ] || { echo "expected 2 policies in the table, got $rows"; exit 1; }
   # | scenario | policy | measured | ideal s | ideal error | tcp s | tcp error |
@@ -36,12 +41,7 @@ if [ "$part" != relay ]; then
   [ $? -eq 0 ] || exit 1
 fi
 if [ "$part" != tcp ]; then
-  out=$(python3 "$repo/scripts/emulate_wan.py" "$repo/scenarios/tests/wan-relay.yaml" --build "$build" \
-        --calibration "$repo/platforms/calibration/tcp-emulated.yaml")
-  code=$?
-  echo "$out"
-  [ $code -eq 3 ] && exit 77
-  [ $code -eq 0 ] || exit 1
+  emulate wan-relay.yaml
   rows=$(echo "$out" | grep -c '^| wan-relay | demo |')
   [ "$rows" -eq 1 ] || { echo "expected the relay's DeMo row in the table, got $rows"; exit 1; }
 fi
