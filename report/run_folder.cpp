@@ -2,6 +2,7 @@
 #include "report/run_folder.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -214,12 +216,27 @@ void check_replaceable(const fs::path& dir) {
   if (!may_replace(dir)) throw std::invalid_argument(not_ours(dir));
 }
 
+// Whether the process that named temporary folder `name` (".<name>.tmp.<pid>.<n>") has ended.
+bool temporary_writer_gone(const std::string& name) {
+  const size_t at = name.rfind(kTempInfix);
+  const std::string rest = name.substr(at + std::strlen(kTempInfix));
+  const long pid = std::strtol(rest.c_str(), nullptr, 10);
+  return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
 int remove_stale_temporaries(const fs::path& dir) {
   std::error_code ec;
   if (!is_locosim_folder(dir)) return 0;
   int removed = 0;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (!is_temporary_name(entry.path().filename().string()) || !is_locosim_folder(entry.path())) continue;
+    const std::string name = entry.path().filename().string();
+    if (!is_temporary_name(name)) continue;
+    if (!is_locosim_folder(entry.path())) {
+      // Its writer was killed between making it and writing its marker: still empty, and the process
+      // its name gives has ended (a live one may be about to write the marker).
+      if (is_empty_folder(entry.path()) && temporary_writer_gone(name)) removed += fs::remove(entry.path(), ec) ? 1 : 0;
+      continue;
+    }
     const int fd = ::open((entry.path() / kRunMarker).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) continue;
     const bool stale = ::flock(fd, LOCK_EX | LOCK_NB) == 0;  // its writers are gone
