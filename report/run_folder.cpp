@@ -51,6 +51,14 @@ bool is_temporary_name(const std::string& name) {
   return name.size() > 1 && name[0] == '.' && name.find(kTempInfix) != std::string::npos;
 }
 
+// Whether the process that named temporary folder `name` (".<name>.tmp.<pid>.<n>") has ended.
+bool temporary_writer_gone(const std::string& name) {
+  const size_t at = name.rfind(kTempInfix);
+  const std::string rest = name.substr(at + std::strlen(kTempInfix));
+  const long pid = std::strtol(rest.c_str(), nullptr, 10);
+  return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
 bool is_empty_folder(const fs::path& dir) {
   std::error_code ec;
   return fs::is_directory(fs::symlink_status(dir, ec)) && fs::is_empty(dir, ec);
@@ -214,14 +222,6 @@ void replace_committed_file(const fs::path& dir, const std::string& name, const 
 
 void check_replaceable(const fs::path& dir) {
   if (!may_replace(dir)) throw std::invalid_argument(not_ours(dir));
-}
-
-// Whether the process that named temporary folder `name` (".<name>.tmp.<pid>.<n>") has ended.
-bool temporary_writer_gone(const std::string& name) {
-  const size_t at = name.rfind(kTempInfix);
-  const std::string rest = name.substr(at + std::strlen(kTempInfix));
-  const long pid = std::strtol(rest.c_str(), nullptr, 10);
-  return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
 int remove_stale_temporaries(const fs::path& dir) {

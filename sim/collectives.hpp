@@ -5,9 +5,10 @@
 // Each function runs one side of one collective whose payload is `bytes` per rank among `members`
 // (the ranks taking part, in rank order: all of them, or those in the group when it started): call it
 // from an actor on that side's host (a worker's helper actor; the *_serve functions from an actor on
-// the relay host). `tag` must be the same on every side of one collective and unique among
-// the collectives in flight (SimTransport reuses a finished one's: its mailboxes are empty then). Each side records its send and recv events (bytes, peer); the relay records as worker
-// `relay` (the world size) and is that peer of the workers' events.
+// the relay host). `tag` must be the same on every side of one collective and unique among the
+// collectives in flight (SimTransport reuses a finished one's: its mailboxes are empty then). Each side
+// records its send and recv events (bytes, peer); the relay records as worker `relay` (the world size)
+// and is that peer of the workers' events.
 //
 // Closed forms (tested in sim/collectives_test.cpp) on K identical workers whose own links carry U
 // bytes/s up and D down; λ is a route's latency (the sum of its links'), S = bytes:

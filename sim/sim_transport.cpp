@@ -267,7 +267,7 @@ CollectiveId SimTransport::start(const std::vector<int>& group, std::vector<torc
   ++c.arrived;
   if (c.failed) return id;  // a member was lost before this one arrived: no flows, it fails
   CollectiveFlows flows = flows_for(c.shared_members);
-  if (first) {
+  if (first) {  // the collective's mailbox slot; the relay must be listening from the first arrival on
     if (world_.free_slots.empty()) {
       c.slot = world_.next_slot++;
     } else {
@@ -275,10 +275,10 @@ CollectiveId SimTransport::start(const std::vector<int>& group, std::vector<torc
       world_.free_slots.pop_back();
     }
     world_.slot_sides_left[c.slot] = c.members.size() + (flows.relay_side ? 1 : 0);
-  }
-  if (first && flows.relay_side) {  // the relay must be listening from the first arrival on
-    if (!world_.relay) throw std::logic_error("SimTransport: a relay algorithm needs SimWorld::relay");
-    run_side(world_, id, tag + "-relay", world_.relay, std::move(flows.relay_side), c.slot);
+    if (flows.relay_side) {
+      if (!world_.relay) throw std::logic_error("SimTransport: a relay algorithm needs SimWorld::relay");
+      run_side(world_, id, tag + "-relay", world_.relay, std::move(flows.relay_side), c.slot);
+    }
   }
   helpers_[id] = run_side(world_, id, tag + "-" + std::to_string(rank_), world_.hosts[rank_],
                            std::move(flows.rank_side), c.slot);
