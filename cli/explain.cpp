@@ -18,6 +18,7 @@
 #include <stdexcept>
 
 #include "algorithms/policy_registry.hpp"
+#include "report/child_pool.hpp"
 #include "report/summary.hpp"
 #include "cli/estimate.hpp"
 #include "sim/simulate.hpp"
@@ -58,12 +59,8 @@ int64_t probe_steps(const Scenario& s, const PolicySpec& policy) {
 
 // Simulates `probe` in a child process writing into `dir`; returns the child's wall time in seconds.
 double simulate_in_child(const Scenario& probe, const PolicySpec& policy, const std::string& dir) {
-  std::fflush(stdout);
-  std::fflush(stderr);
   const auto started = std::chrono::steady_clock::now();
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
+  const int status = run_in_child("policy " + policy.label, [&] {
     int code = 0;
     try {
       simulate_policy(probe, policy, dir);
@@ -72,11 +69,8 @@ double simulate_in_child(const Scenario& probe, const PolicySpec& policy, const 
       code = 1;
     }
     std::fflush(stderr);
-    _exit(code);  // not the parent's destructors
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+    std::_Exit(code);  // not the parent's destructors
+  });
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     throw std::runtime_error("the timing-only simulation of policy " + policy.label + " failed");
   }

@@ -32,6 +32,7 @@
 #include "report/output_file.hpp"
 #include "report/recorder_csv.hpp"
 #include "report/run_folder.hpp"
+#include "report/child_pool.hpp"
 #include "report/stop_signals.hpp"
 #include "report/tuning.hpp"
 #include "cli/progress.hpp"
@@ -122,26 +123,15 @@ void drain(Running& r) {
   }
 }
 
-// Stops every running child (SIGTERM, then SIGKILL for one still there after kStopGrace), waits for
-// it and drops its unfinished folder.
-void stop_all(std::map<pid_t, Running>& running) {
+// Stops every running child (SIGTERM, then SIGKILL for one still there after 10 s) and drops its
+// unfinished folder.
+void stop_all(ChildPool& pool, std::map<pid_t, Running>& running) {
   constexpr auto kStopGrace = std::chrono::seconds(10);
-  for (const auto& [pid, r] : running) kill(pid, SIGTERM);
-  const auto deadline = Clock::now() + kStopGrace;
-  for (auto& [pid, r] : running) {
-    int status = 0;
-    pid_t got;
-    while ((got = waitpid(pid, &status, WNOHANG)) == 0 || (got < 0 && errno == EINTR)) {
-      if (got == 0 && Clock::now() > deadline) {
-        std::fprintf(stderr, "locosim: policy %s did not stop %lld s after SIGTERM; killing it\n", r.task->name.c_str(),
-                     static_cast<long long>(kStopGrace.count()));
-        kill(pid, SIGKILL);
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-        }
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+  pool.stop(kStopGrace, [&](pid_t pid) {
+    std::fprintf(stderr, "locosim: policy %s did not stop %lld s after SIGTERM; killing it\n",
+                 running.at(pid).task->name.c_str(), static_cast<long long>(kStopGrace.count()));
+  });
+  for (const auto& [pid, r] : running) {
     if (r.fd >= 0) close(r.fd);
   }
   running.clear();  // the StagedFolders remove the temporary folders
@@ -163,7 +153,8 @@ void run_tasks(const std::vector<const PlannedRun*>& tasks, const RunOptions& op
 
   StopSignals stop_signals;
   ProgressBoard board(stdout, options.live_progress);
-  std::map<pid_t, Running> running;
+  ChildPool pool;
+  std::map<pid_t, Running> running;  // what the pool's children run
   std::vector<std::string> failures;
   size_t bad_input = 0;  // of the failures: children that exited with kExitBadInput
   // Runs that train first: the re-timed ones wait for theirs (always a training run: no cycles).
@@ -195,14 +186,10 @@ void run_tasks(const std::vector<const PlannedRun*>& tasks, const RunOptions& op
         auto staged = std::make_unique<StagedFolder>(t.dir);
         int fds[2];
         if (pipe(fds) != 0) throw std::runtime_error("cannot create a pipe for policy " + t.name);
-        std::fflush(stdout);
-        std::fflush(stderr);
-        pid_t pid = StopSignals::fork_child();
-        if (pid < 0) throw std::runtime_error("cannot fork a process for policy " + t.name);
-        if (pid == 0) {
+        const pid_t pid = pool.start("policy " + t.name, [&] {
           close(fds[0]);
           child(t, staged->path().string(), fds[1], step_threads(t.point->scenario), options.cost, retime);
-        }
+        });
         close(fds[1]);
         fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);
         Running r;
@@ -219,14 +206,10 @@ void run_tasks(const std::vector<const PlannedRun*>& tasks, const RunOptions& op
         if (r.fd >= 0) fds.push_back({r.fd, POLLIN, 0});
       }
       poll(fds.data(), fds.size(), 200);  // also the pause between checks; a signal ends it early
-      for (auto it = running.begin(); it != running.end();) {
-        Running& r = it->second;
-        drain(r);
-        int status = 0;
-        if (waitpid(it->first, &status, WNOHANG) != it->first) {
-          ++it;
-          continue;
-        }
+      for (auto& [pid, r] : running) drain(r);
+      for (const auto& [pid, status] : pool.reap()) {
+        Running& r = running.at(pid);
+        drain(r);  // what it wrote just before it ended
         if (r.fd >= 0) close(r.fd);
         const PlannedRun& t = *r.task;
         ++done;
@@ -244,7 +227,7 @@ void run_tasks(const std::vector<const PlannedRun*>& tasks, const RunOptions& op
           failures.push_back(t.name + (WIFSIGNALED(status) ? " (killed by signal " + std::to_string(WTERMSIG(status)) + ")"
                                                            : " (exit " + std::to_string(WEXITSTATUS(status)) + ")"));
         }
-        it = running.erase(it);  // an uncommitted StagedFolder removes its folder
+        running.erase(pid);  // an uncommitted StagedFolder removes its folder
       }
       std::vector<std::string> lines;
       for (const auto& [pid, r] : running) {
@@ -255,7 +238,7 @@ void run_tasks(const std::vector<const PlannedRun*>& tasks, const RunOptions& op
     }
   } catch (...) {
     board.clear();
-    stop_all(running);
+    stop_all(pool, running);
     throw;
   }
   board.clear();
@@ -428,9 +411,8 @@ static void check_devices(const std::vector<const PlannedRun*>& tasks) {
     }
     int fds[2];
     if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-    const pid_t pid = fork();
-    if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-    if (pid == 0) {
+    // The message fits in the pipe's buffer: it is read once the child has ended.
+    const int status = run_in_child("the check of runtime.device", [&] {
       close(fds[0]);
       int code = 0;
       try {
@@ -440,16 +422,13 @@ static void check_devices(const std::vector<const PlannedRun*>& tasks) {
         code = write(fds[1], message.data(), message.size()) < 0 ? 1 : kExitBadInput;
       }
       std::_Exit(code);
-    }
+    });
     close(fds[1]);
     std::string message;
     char buf[1024];
     ssize_t n;
     while ((n = read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) message.append(buf, n > 0 ? n : 0);
     close(fds[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       throw std::invalid_argument(message.empty() ? "runtime.device " + scenario.device + ": the check failed"
                                                   : message);

@@ -1,4 +1,5 @@
-// spawn_local_ranks: fork + exec per rank, then wait for all and report the lost.
+// spawn_local_ranks: a process per rank (exec of locosim-real) in a ChildPool, then wait for all and
+// report the lost.
 #include "real/launcher.hpp"
 
 #include <arpa/inet.h>
@@ -8,14 +9,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <map>
 #include <stdexcept>
-#include <thread>
 
+#include "report/child_pool.hpp"
 #include "report/stop_signals.hpp"
 
 namespace locosim {
@@ -36,25 +36,17 @@ int free_port() {
   return ntohs(addr.sin_port);
 }
 
-std::string describe(int status) {
-  if (WIFSIGNALED(status)) return "was killed by signal " + std::to_string(WTERMSIG(status));
-  return "exited with code " + std::to_string(WEXITSTATUS(status));
-}
-
 }  // namespace
 
 int spawn_local_ranks(int n, const std::string& program, const std::vector<std::string>& args, int grace_s,
                       const JobSecret& secret) {
   const std::string secret_hex = secret.hex();
   const std::string port = std::to_string(free_port());
-  std::map<pid_t, int> rank_of;
   StopSignals stop_signals;
-  std::fflush(stdout);
-  std::fflush(stderr);
+  ChildPool ranks;
+  std::map<pid_t, int> rank_of;
   for (int rank = 0; rank < n; ++rank) {
-    pid_t pid = StopSignals::fork_child();
-    if (pid < 0) throw std::runtime_error("cannot fork rank " + std::to_string(rank));
-    if (pid == 0) {
+    const pid_t pid = ranks.start("rank " + std::to_string(rank), [&] {
       setenv("RANK", std::to_string(rank).c_str(), 1);
       setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
       setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
@@ -69,7 +61,7 @@ int spawn_local_ranks(int n, const std::string& program, const std::vector<std::
       execv(program.c_str(), argv.data());
       std::perror("locosim-real: exec");
       std::_Exit(127);
-    }
+    });
     rank_of[pid] = rank;
   }
 
@@ -77,42 +69,33 @@ int spawn_local_ranks(int n, const std::string& program, const std::vector<std::
   bool failed = false, killed = false;
   int stop_signal = 0;
   std::chrono::steady_clock::time_point deadline;
-  while (!rank_of.empty()) {
+  while (!ranks.empty()) {
     if (!stop_signal && (stop_signal = StopSignals::received())) {
-      for (const auto& [p, rank] : rank_of) kill(p, SIGTERM);
+      ranks.signal_all(SIGTERM);
       failed = true;
       grace_s = 5;
       deadline = std::chrono::steady_clock::now() + std::chrono::seconds(grace_s);
     }
-    int status = 0;
-    pid_t pid = failed ? waitpid(-1, &status, WNOHANG) : waitpid(-1, &status, 0);
-    if (pid < 0 && errno == EINTR) continue;  // a signal: seen at the top of the loop
-    if (pid == 0) {  // rank 0 failed earlier: the others have until the deadline
-      if (!killed && std::chrono::steady_clock::now() > deadline) {
-        for (const auto& [p, rank] : rank_of) {
-          std::fprintf(stderr, "locosim-real: rank %d did not stop %d s after %s; killing it\n", rank, grace_s,
-                       stop_signal ? "SIGTERM" : "rank 0 failed");
-          kill(p, SIGKILL);
-        }
-        killed = true;
+    if (failed && !killed && std::chrono::steady_clock::now() > deadline) {  // the others' time is up
+      ranks.kill_all([&](pid_t pid) {
+        std::fprintf(stderr, "locosim-real: rank %d did not stop %d s after %s; killing it\n", rank_of.at(pid), grace_s,
+                     stop_signal ? "SIGTERM" : "rank 0 failed");
+      });
+      killed = true;
+    }
+    for (const auto& [pid, status] : ranks.wait(std::chrono::milliseconds(50))) {
+      const int rank = rank_of.at(pid);
+      if ((WIFEXITED(status) && WEXITSTATUS(status) == 0) || stop_signal) continue;
+      if (rank != 0 && !failed) {
+        // Lost: the others re-form the group without it (if rank 0 fails too, the run fails then).
+        std::fprintf(stderr, "locosim-real: rank %d %s; the others went on without it\n", rank,
+                     describe_exit(status).c_str());
+        continue;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      continue;
+      std::fprintf(stderr, "locosim-real: rank %d %s\n", rank, describe_exit(status).c_str());
+      failed = true;
+      deadline = std::chrono::steady_clock::now() + std::chrono::seconds(grace_s);
     }
-    if (pid < 0) break;
-    auto it = rank_of.find(pid);
-    if (it == rank_of.end()) continue;
-    const int rank = it->second;
-    rank_of.erase(it);
-    if ((WIFEXITED(status) && WEXITSTATUS(status) == 0) || stop_signal) continue;
-    if (rank != 0 && !failed) {
-      // Lost: the others re-form the group without it (if rank 0 fails too, the run fails then).
-      std::fprintf(stderr, "locosim-real: rank %d %s; the others went on without it\n", rank, describe(status).c_str());
-      continue;
-    }
-    std::fprintf(stderr, "locosim-real: rank %d %s\n", rank, describe(status).c_str());
-    failed = true;
-    deadline = std::chrono::steady_clock::now() + std::chrono::seconds(grace_s);
   }
   if (stop_signal) throw Interrupted(stop_signal);
   return failed ? 1 : 0;
