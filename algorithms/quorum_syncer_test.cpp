@@ -19,7 +19,7 @@ std::vector<torch::Tensor> push(double g, double steps) {
   return {torch::full({3}, g), torch::tensor({steps}, torch::kFloat64)};
 }
 
-double theta_of(ParameterServer& server, int rank) { return server.reply(rank)[0][0].item<double>(); }
+double server_theta(ParameterServer& server, int rank) { return server.reply(rank)[0][0].item<double>(); }
 
 const std::vector<int> kThree = {0, 1, 2};
 
@@ -47,10 +47,10 @@ TEST_CASE("quorum syncer: a window merges once the quorum is in and its grace wi
   auto syncer = make_quorum_server(c, {torch::zeros({3})}, 3, 100);
   syncer->arrive(0, push(1, 4), 0.0, kThree);
   CHECK(syncer->deadline_s() == std::numeric_limits<double>::infinity());  // no quorum yet
-  CHECK(theta_of(*syncer, 0) == 0);  // replied at once: nothing merged
+  CHECK(server_theta(*syncer, 0) == 0);  // replied at once: nothing merged
   syncer->arrive(1, push(3, 2), 1.0, kThree);  // the quorum: ḡ = 1, so the window ends at 1 + 1
   CHECK(syncer->deadline_s() == 2.0);
-  CHECK(theta_of(*syncer, 1) == 0);
+  CHECK(server_theta(*syncer, 1) == 0);
   syncer->tick(1.5, kThree);
   CHECK_FALSE(syncer->merged(0));
   // Rank 2 arrives after the grace window: the window merged at 2.0 without it.
@@ -61,7 +61,7 @@ TEST_CASE("quorum syncer: a window merges once the quorum is in and its grace wi
   double delta = (4 * 1 + 2 * 3) / 6.0;  // Σ n_m·g_m / Σ n_m
   double m = delta;
   double theta = -0.5 * (delta + 0.9 * m);
-  CHECK(theta_of(*syncer, 2) == doctest::Approx(theta));  // version 1
+  CHECK(server_theta(*syncer, 2) == doctest::Approx(theta));  // version 1
   // ḡ = (1 + 2) / 2; rank 0 (last replied at version 0) completes the quorum at 3.5: ḡ = (1.5 + 0.5) / 2,
   // the window would end at 4.5, but rank 1 comes at 4.0 and every live learner is in.
   syncer->arrive(0, push(2, 4), 3.5, kThree);
@@ -71,7 +71,7 @@ TEST_CASE("quorum syncer: a window merges once the quorum is in and its grace wi
   delta = (4 * 5 + 4 * 2 + 4 * -1) / 12.0;
   m = 0.9 * m + delta;
   theta -= 0.5 * (delta + 0.9 * m);
-  CHECK(theta_of(*syncer, 0) == doctest::Approx(theta));
+  CHECK(server_theta(*syncer, 0) == doctest::Approx(theta));
   const auto& u = syncer->updates();
   REQUIRE(u.size() == 5);
   CHECK(u[0].time_s == 2.0);

@@ -11,7 +11,7 @@ using namespace locosim;
 
 namespace {
 
-double max_abs(const torch::Tensor& x) { return x.abs().max().item<double>(); }
+double largest_abs(const torch::Tensor& x) { return x.abs().max().item<double>(); }
 
 }  // namespace
 
@@ -91,16 +91,16 @@ TEST_CASE("sparse: momentum before = momentum after + the decoded transmitted pa
       SparsePayload q = codec.encode(coefficients);
       torch::Tensor transmitted = dct.decode(codec.decode(q));
       torch::Tensor after = before - transmitted;  // the policy's δ ← δ − IDCT(decode(q))
-      CHECK(max_abs(before - (after + transmitted)) < 1e-5);
-      CHECK(max_abs(transmitted) > 0.01);  // something was sent
+      CHECK(largest_abs(before - (after + transmitted)) < 1e-5);
+      CHECK(largest_abs(transmitted) > 0.01);  // something was sent
       if (!dct.layout().padded()) {
         // In the DCT domain the residual is X with the kept coefficients replaced by what the wire
         // lost of them: elsewhere unchanged.
         torch::Tensor kept = codec.decode(q).ne(0);
         torch::Tensor left = dct.encode(after);
-        CHECK(max_abs(torch::where(kept, torch::zeros_like(left), left - coefficients)) < 1e-5);
+        CHECK(largest_abs(torch::where(kept, torch::zeros_like(left), left - coefficients)) < 1e-5);
         if (values == SparseValues::fp16) {
-          CHECK(max_abs(torch::where(kept, left, torch::zeros_like(left))) <= max_abs(coefficients) * 1e-3);
+          CHECK(largest_abs(torch::where(kept, left, torch::zeros_like(left))) <= largest_abs(coefficients) * 1e-3);
           // The fast components left δ: ‖δ_after‖² = ‖δ_before‖² − Σ kept X² (orthonormal), up to rounding.
           double kept_energy = torch::where(kept, coefficients, torch::zeros_like(left)).pow(2).sum().item<double>();
           CHECK(kept_energy > 0.05 * before.pow(2).sum().item<double>());
@@ -153,7 +153,7 @@ TEST_CASE("sparse: the mean decode is bit-identical whatever order the payloads 
     sent.add_(d.ne(0).to(torch::kFloat));
   }
   CHECK(sent.max().item<double>() >= 2);  // some coefficients were sent by several workers
-  CHECK(max_abs(reference - total / sent.clamp_min(1)) < 1e-6);
+  CHECK(largest_abs(reference - total / sent.clamp_min(1)) < 1e-6);
 }
 
 TEST_CASE("sparse: int64 indices weigh 8 bytes each, always, and decode to what packed indices decode to") {

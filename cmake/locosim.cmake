@@ -37,8 +37,6 @@ function(locosim_add_tests name)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   target_link_libraries(${name} PRIVATE locosim_doctest_main doctest::doctest ${T_LIBS})
   target_compile_options(${name} PRIVATE -O1)
-  # File by file: test files share helper names (parse, run, Event) in their anonymous namespaces.
-  set_target_properties(${name} PROPERTIES UNITY_BUILD OFF)
   if(NOT T_NO_TORCH)
     locosim_use_pch(${name})
   endif()

@@ -15,7 +15,7 @@ using locosim::Section;
 
 namespace {
 
-locosim::NetworkModelSpec parse(const std::string& yaml, const std::string& file = "scenario.yaml") {
+locosim::NetworkModelSpec parse_network(const std::string& yaml, const std::string& file = "scenario.yaml") {
   Section s = Section::load_string(yaml, file);
   Section network = s.child("network");
   return locosim::parse_network_model(network);
@@ -24,8 +24,8 @@ locosim::NetworkModelSpec parse(const std::string& yaml, const std::string& file
 }  // namespace
 
 TEST_CASE("network model: ideal by default, and tcp takes the built-in calibration or a file") {
-  CHECK(parse("network: {}\n").kind == NetworkModelKind::ideal);
-  auto tcp = parse("network: {model: tcp}\n");
+  CHECK(parse_network("network: {}\n").kind == NetworkModelKind::ideal);
+  auto tcp = parse_network("network: {model: tcp}\n");
   CHECK(tcp.kind == NetworkModelKind::tcp);
   CHECK(tcp.tcp.source == "built-in");
 
@@ -34,7 +34,7 @@ TEST_CASE("network model: ideal by default, and tcp takes the built-in calibrati
     std::ofstream f(path);
     f << "tcp: {bandwidth_factor: 0.9, crosstraffic: true, window: 1 MiB}\n";
   }
-  auto named = parse("network: {model: tcp, calibration: " + path + "}\n");
+  auto named = parse_network("network: {model: tcp, calibration: " + path + "}\n");
   CHECK(named.tcp.bandwidth_factor == 0.9);
   CHECK(named.tcp.crosstraffic);
   CHECK(named.tcp.window_bytes == 1048576.0);
@@ -54,17 +54,17 @@ TEST_CASE("network model: the built-in tcp values are the shipped calibration fi
 }
 
 TEST_CASE("network model: bad input names the key and the constraint") {
-  CHECK_THROWS_WITH_AS(parse("network: {model: ns3}\n"), doctest::Contains("network.model"), ConfigError);
-  CHECK_THROWS_WITH_AS(parse("network: {calibration: x.yaml}\n"),
+  CHECK_THROWS_WITH_AS(parse_network("network: {model: ns3}\n"), doctest::Contains("network.model"), ConfigError);
+  CHECK_THROWS_WITH_AS(parse_network("network: {calibration: x.yaml}\n"),
                        doctest::Contains("network.calibration: a calibration file is for `model: tcp`"), ConfigError);
-  CHECK_THROWS_WITH_AS(parse("network: {model: tcp, calibration: /nonexistent/c.yaml}\n"),
+  CHECK_THROWS_WITH_AS(parse_network("network: {model: tcp, calibration: /nonexistent/c.yaml}\n"),
                        doctest::Contains("does not exist"), ConfigError);
   const std::string path = "/tmp/locosim-calibration-bad.yaml";
   {
     std::ofstream f(path);
     f << "tcp: {bandwidth_factor: 1.5}\n";
   }
-  CHECK_THROWS_WITH_AS(parse("network: {model: tcp, calibration: " + path + "}\n"),
+  CHECK_THROWS_WITH_AS(parse_network("network: {model: tcp, calibration: " + path + "}\n"),
                        doctest::Contains("tcp.bandwidth_factor"), ConfigError);
   std::remove(path.c_str());
 }

@@ -16,7 +16,7 @@ using namespace locosim;
 
 namespace {
 
-std::string read(const fs::path& p) {
+std::string read_text(const fs::path& p) {
   std::ifstream in(p);
   std::stringstream s;
   s << in.rdbuf();
@@ -140,7 +140,7 @@ TEST_CASE("summary: summary.json carries the utilization spread back, and summar
     CHECK(b.max == a.max);
   }
   write_summary_csv({back}, (dir / "summary.csv").string());
-  const std::string csv = read(dir / "summary.csv");
+  const std::string csv = read_text(dir / "summary.csv");
   CHECK(csv.rfind("label,policy,workers,steps,tokens,wall_clock_s,compute_utilization,utilization_min,"
                   "utilization_max,sent_bytes_per_worker,", 0) == 0);
   CHECK(csv.find("\ndiloco,diloco,3,1,30,4,0.750000,0.500000,1.000000,0,") != std::string::npos);
@@ -160,7 +160,7 @@ TEST_CASE("summary: a summary.json from before the utilization spread reads with
   CHECK(s.utilization_max == 0);
   // Unknown: empty in summary.csv, and the table shows the mean alone.
   write_summary_csv({s}, (dir / "summary.csv").string());
-  CHECK(read(dir / "summary.csv").find("\nddp,ddp,2,12,100,10,0.500000,,,1,") != std::string::npos);
+  CHECK(read_text(dir / "summary.csv").find("\nddp,ddp,2,12,100,10,0.500000,,,1,") != std::string::npos);
   const std::string table = format_table({s});
   CHECK(table.find(" 50.0%  ") != std::string::npos);
   CHECK(table.find("50.0% (") == std::string::npos);

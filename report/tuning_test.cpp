@@ -8,7 +8,7 @@ using namespace locosim;
 
 namespace {
 
-RunSummary run(const std::string& label, double validation, double test) {
+RunSummary scored(const std::string& label, double validation, double test) {
   RunSummary r;
   r.label = label;
   r.policy = "diloco";
@@ -29,10 +29,10 @@ const std::vector<TunedLabel> kLabels = {
 TEST_CASE("tuning: the point of lowest mean validation loss is chosen, whatever the test split says") {
   // On the test split 0.3 is best, on validation 0.7: a choice that read the test split would take 0.3.
   const std::vector<std::vector<RunSummary>> per_seed = {
-      {run("ddp", 2.0, 2.0), run("diloco.outer_lr-0.3", 2.50, 1.00), run("diloco.outer_lr-0.7", 2.10, 3.00),
-       run("diloco.outer_lr-1.0", 2.30, 2.00)},
-      {run("ddp", 2.1, 2.1), run("diloco.outer_lr-0.3", 2.60, 1.10), run("diloco.outer_lr-0.7", 2.20, 3.10),
-       run("diloco.outer_lr-1.0", 2.15, 2.10)},
+      {scored("ddp", 2.0, 2.0), scored("diloco.outer_lr-0.3", 2.50, 1.00), scored("diloco.outer_lr-0.7", 2.10, 3.00),
+       scored("diloco.outer_lr-1.0", 2.30, 2.00)},
+      {scored("ddp", 2.1, 2.1), scored("diloco.outer_lr-0.3", 2.60, 1.10), scored("diloco.outer_lr-0.7", 2.20, 3.10),
+       scored("diloco.outer_lr-1.0", 2.15, 2.10)},
   };
   // Means: 0.3 → 2.55, 0.7 → 2.15, 1.0 → 2.225 (1.0 wins the second seed alone: the mean decides).
   const std::vector<TuneChoice> choices = choose_tuned(kLabels, per_seed);
@@ -62,10 +62,10 @@ TEST_CASE("tuning: the point of lowest mean validation loss is chosen, whatever 
 }
 
 TEST_CASE("tuning: a point without a validation loss is not chosen over one with it, and ties go to the earlier") {
-  RunSummary missing = run("diloco.outer_lr-0.3", 0, 0.5);
+  RunSummary missing = scored("diloco.outer_lr-0.3", 0, 0.5);
   missing.final_validation_loss.reset();
   const std::vector<TuneChoice> choices = choose_tuned(
-      kLabels, {{run("ddp", 2, 2), missing, run("diloco.outer_lr-0.7", 2.2, 3), run("diloco.outer_lr-1.0", 2.2, 1)}});
+      kLabels, {{scored("ddp", 2, 2), missing, scored("diloco.outer_lr-0.7", 2.2, 3), scored("diloco.outer_lr-1.0", 2.2, 1)}});
   REQUIRE(choices.size() == 2);
   CHECK(choices[1].chosen == "diloco.outer_lr-0.7");
   CHECK(choices[1].validation.n == 1);

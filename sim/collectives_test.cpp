@@ -37,8 +37,6 @@ PlatformSpec identical_hosts(int k, double up_mbps, double down_mbps, double lat
 const double kUpBps = 10e6, kDownBps = 100e6, kWorkerLatencyS = 0.010, kRelayLatencyS = 0.001;
 const std::string kRelay = "relay: {uplink: " + link(10000, 1) + ", downlink: " + link(10000, 1) + "}\n";
 
-PlatformSpec parse(const std::string& yaml) { return platform_from_yaml(yaml, "test.yaml"); }
-
 using Sim = TestSim;
 
 // Runs side(rank) on every worker's host and, if given, serve() on the relay; returns when each
@@ -130,7 +128,7 @@ TEST_CASE("collectives: the relay forwards each all-gather payload as soon as it
   // without waiting for the slow one (1.611 s), which it then forwards alone.
   const int k = 4;
   const double bytes = 1e6;
-  Sim sim(parse("accelerators: {gpu: {peak: 100 TFLOPS, efficiency: 0.5}}\nhosts:\n"
+  Sim sim(platform_from_yaml("accelerators: {gpu: {peak: 100 TFLOPS, efficiency: 0.5}}\nhosts:\n"
                 "  - {name: h, accelerator: gpu, count: 3, uplink: " + link(10, 10) + ", downlink: " + link(100, 10) +
                 "}\n  - {name: slow, accelerator: gpu, uplink: " + link(5, 10) + ", downlink: " + link(100, 10) + "}\n" +
                 kRelay));
@@ -148,7 +146,7 @@ TEST_CASE("collectives: the relay forwards each all-gather payload as soon as it
 
 TEST_CASE("collectives: a hierarchical all-reduce on 2 sites of 2 hosts sends only the leaders' ring over the WAN") {
   const double bytes = 10e6, lan_bps = 10e9, wan_bps = 100e6;
-  Sim sim(parse(kTwoSites));
+  Sim sim(platform_from_yaml(kTwoSites));
   const std::vector<std::vector<int>> sites = {{0, 1}, {2, 3}};
   Recorder recorder;
   auto finished = run_sides(sim, [&](int r) { hierarchical_all_reduce_flows(r, sites, "t", bytes, recorder); });
@@ -177,7 +175,7 @@ TEST_CASE("collectives: a hierarchical all-reduce on 2 sites of 2 hosts sends on
 TEST_CASE("collectives: hierarchical gathers m-1 payloads at the leader, and a siteless host is a site of one") {
   // Ranks 0-2 on site eu (10 Gbps, 5 us LAN; 100 Mbps, 20 ms access links), rank 3 with its own 100 Mbps, 10 ms links.
   const double bytes = 10e6, lan_bps = 10e9, wan_bps = 100e6;
-  const PlatformSpec spec = parse(
+  const PlatformSpec spec = platform_from_yaml(
       "accelerators: {gpu: {peak: 100 TFLOPS, efficiency: 0.5}}\n"
       "sites:\n"
       "  eu: {lan: {bandwidth: 10 Gbps, latency: 5 us}, uplink: {bandwidth: 100 Mbps, latency: 20 ms},\n"
@@ -252,7 +250,7 @@ TEST_CASE("collectives: SimTransport averages for real and overlaps the collecti
 
 TEST_CASE("collectives: SimTransport dispatches on the choice, and the numbers do not change with it") {
   const int k = 4;
-  Sim sim(parse(kTwoSites));
+  Sim sim(platform_from_yaml(kTwoSites));
   Recorder recorder;
   SimWorld world;
   world.hosts = sim.platform.hosts;
@@ -391,7 +389,7 @@ TEST_CASE("collectives: with uploads 10x apart, the aggregated relay all-gather 
   // Two workers on 100 Mbps uplinks, two on 10 Mbps: the exact relay forwards the fast payloads while
   // the slow ones are still coming up; the aggregated one must not wait for the slow ones to start.
   const std::string home = "accelerator: gpu, count: 2, downlink: " + link(100, 10) + ", uplink: ";
-  Sim sim(parse("accelerators: {gpu: {peak: 100 TFLOPS, efficiency: 0.5}}\nhosts:\n"
+  Sim sim(platform_from_yaml("accelerators: {gpu: {peak: 100 TFLOPS, efficiency: 0.5}}\nhosts:\n"
                 "  - {name: fast, " + home + link(100, 10) + "}\n"
                 "  - {name: slow, " + home + link(10, 10) + "}\n" + kRelay));
   const int k = 4;

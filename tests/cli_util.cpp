@@ -21,6 +21,22 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
+std::string json_value(const std::string& json, const std::string& key) {
+  std::smatch m;
+  REQUIRE_MESSAGE(std::regex_search(json, m, std::regex("\"" + key + "\": ([^,\n]+)")), key);
+  return m[1].str();
+}
+
+double json_number(const std::string& json, const std::string& key) { return std::stod(json_value(json, key)); }
+
+std::map<std::string, std::string> files_under(const std::string& root) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    if (entry.is_regular_file()) files[fs::relative(entry.path(), root).string()] = read_file(entry.path().string());
+  }
+  return files;
+}
+
 void write_file(const std::string& path, const std::string& text) {
   fs::create_directories(fs::path(path).parent_path());
   std::ofstream(path, std::ios::binary) << text;

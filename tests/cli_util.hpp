@@ -36,6 +36,12 @@ std::string replaced(std::string text, const std::string& from, const std::strin
 // Call from the repository root (ctest's working directory).
 std::string portable_scenario(const std::string& text);
 std::string read_file(const std::string& path);
+// The value of `"key": value` in a summary.json, as written: every digit of a number, a string with its
+// quotes. Fails the test when the key is not there.
+std::string json_value(const std::string& json, const std::string& key);
+double json_number(const std::string& json, const std::string& key);
+// Every file under `root`, by its path relative to it, with its bytes.
+std::map<std::string, std::string> files_under(const std::string& root);
 
 // The scenario every CLI test starts from: 2 workers on an inline asymmetric platform, the tiny
 // model with seq_len 16, 12 steps, ddp and diloco, corpus.txt beside it.

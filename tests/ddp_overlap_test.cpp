@@ -24,12 +24,6 @@ std::vector<EventRow> worker0_events(const std::string& csv) {
   return out;
 }
 
-double json_number(const std::string& json, const std::string& key) {
-  std::smatch m;
-  REQUIRE(std::regex_search(json, m, std::regex("\"" + key + "\": ([0-9.e+-]+)")));
-  return std::stod(m[1]);
-}
-
 }  // namespace
 
 TEST_CASE("ddp: bucketed all-reduces overlap the backward pass and save what the bucket schedule predicts") {

@@ -45,15 +45,6 @@ size_t trained(const std::map<std::string, std::string>& plan) {
   return n;
 }
 
-// Every regular file under `root`, by relative path, with its bytes.
-std::map<std::string, std::string> files_under(const fs::path& root) {
-  std::map<std::string, std::string> files;
-  for (const auto& entry : fs::recursive_directory_iterator(root)) {
-    if (entry.is_regular_file()) files[fs::relative(entry.path(), root).string()] = read_file(entry.path().string());
-  }
-  return files;
-}
-
 // Every file under `a` is the file of the same name under `b`, byte for byte, and no file is missing.
 void check_same_files(const fs::path& a, const fs::path& b) {
   const auto mine = files_under(a), theirs = files_under(b);

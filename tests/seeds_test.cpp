@@ -10,37 +10,20 @@
 #include "cli/report.hpp"
 #include "cli/run.hpp"
 #include "cli/sweep.hpp"
+#include "tests/cli_util.hpp"
 #include "tests/doctest_torch.hpp"
 #include "tests/tiny_run.hpp"
 
 using namespace locosim;
+using testing::files_under;
+using testing::read_file;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string scenario_with(const std::string& name, const std::string& extra) {
-  return testing::tiny_scenario_file(name, extra);
-}
-
-std::string read_all(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Every file under `root`, by its path relative to it, with its bytes.
-std::map<std::string, std::string> files_under(const fs::path& root) {
-  std::map<std::string, std::string> files;
-  for (const auto& entry : fs::recursive_directory_iterator(root)) {
-    if (entry.is_regular_file()) files[fs::relative(entry.path(), root).string()] = read_all(entry.path());
-  }
-  return files;
-}
-
 std::string load_error(const std::string& name, const std::string& extra, std::optional<int64_t> seeds = {}) {
   try {
-    load_sweep(scenario_with(name, extra), seeds);
+    load_sweep(testing::tiny_scenario_file(name, extra), seeds);
   } catch (const ConfigError& e) {
     return e.what();
   }
@@ -49,7 +32,7 @@ std::string load_error(const std::string& name, const std::string& extra, std::o
 
 // The first metric row of worker 0 (step 1): its train loss, as metrics.csv writes it.
 std::string first_train_loss(const fs::path& metrics_csv) {
-  std::istringstream in(read_all(metrics_csv));
+  std::istringstream in(read_file(metrics_csv));
   std::string header, row;
   std::getline(in, header);
   std::getline(in, row);
@@ -60,7 +43,7 @@ std::string first_train_loss(const fs::path& metrics_csv) {
 
 TEST_CASE("seeds: a point per seed of every grid point, the seed fastest, and the world's churn keeps its draws") {
   const std::string churn = "world: {churn: [{hosts: [home-0, home-1], mtbf: 1 h, mttr: 10 min}]}\n";
-  const Sweep sweep = load_sweep(scenario_with("seeds-grid", "seed: 7\nseeds: 3\n" + churn +
+  const Sweep sweep = load_sweep(testing::tiny_scenario_file("seeds-grid", "seed: 7\nseeds: 3\n" + churn +
                                                                  "sweep:\n  policies[diloco].inner_steps: [2, 4]\n"));
   CHECK(sweep.seeded);
   CHECK(sweep.seeds == std::vector<uint64_t>{7, 8, 9});
@@ -82,19 +65,19 @@ TEST_CASE("seeds: a point per seed of every grid point, the seed fastest, and th
   }
 
   // A list, and --seeds N instead of the file's.
-  const Sweep listed = load_sweep(scenario_with("seeds-list", "seeds: [5, 1, 12]\n"));
+  const Sweep listed = load_sweep(testing::tiny_scenario_file("seeds-list", "seeds: [5, 1, 12]\n"));
   CHECK(listed.seeds == std::vector<uint64_t>{5, 1, 12});
   CHECK(listed.points.at(0).name == "seed=5");
   CHECK(listed.points.at(0).group.empty());
-  const Sweep overridden = load_sweep(scenario_with("seeds-cli", "seeds: [5, 1, 12]\n"), 2);
+  const Sweep overridden = load_sweep(testing::tiny_scenario_file("seeds-cli", "seeds: [5, 1, 12]\n"), 2);
   CHECK(overridden.seeds == std::vector<uint64_t>{1, 2});
   // One seed, the scenario's: no seed folders, as before seeds existed.
-  const Sweep one = load_sweep(scenario_with("seeds-one", "seeds: 1\n"));
+  const Sweep one = load_sweep(testing::tiny_scenario_file("seeds-one", "seeds: 1\n"));
   CHECK_FALSE(one.seeded);
   CHECK(one.points.size() == 1);
   CHECK(one.points[0].name.empty());
   // Timing only: the schedule cannot depend on the training seed, one run stands for them all.
-  const Sweep timing = load_sweep(scenario_with("seeds-timing", "numerics: none\nseeds: 4\n"));
+  const Sweep timing = load_sweep(testing::tiny_scenario_file("seeds-timing", "numerics: none\nseeds: 4\n"));
   CHECK_FALSE(timing.seeded);
   CHECK(timing.points.size() == 1);
   CHECK(timing.seeds_not_needed == 4);
@@ -111,7 +94,7 @@ TEST_CASE("seeds: a point per seed of every grid point, the seed fastest, and th
 
 TEST_CASE("seeds: each seed trains its own weights and batches, the same seeds give identical files, seeds.csv "
           "and the table aggregate them") {
-  const std::string path = scenario_with("seeds-run", "seeds: 2\n");
+  const std::string path = testing::tiny_scenario_file("seeds-run", "seeds: 2\n");
   RunOptions options;
   options.output_root = (fs::path(path).parent_path() / "runs").string();
   options.jobs = 2;
@@ -130,10 +113,10 @@ TEST_CASE("seeds: each seed trains its own weights and batches, the same seeds g
           first_train_loss(root / "seed=2" / label / "metrics.csv"));
   }
   // summary.csv: the per-seed rows, with a seed column; seeds.csv: the aggregate.
-  const std::string grid = read_all(root / "summary.csv");
+  const std::string grid = read_file(root / "summary.csv");
   CHECK(grid.rfind("point,seed,label,policy,", 0) == 0);
   CHECK(grid.find("\nseed=2,2,diloco,diloco,3,") != std::string::npos);
-  const std::string seeds = read_all(root / "seeds.csv");
+  const std::string seeds = read_file(root / "seeds.csv");
   CHECK(seeds.rfind("label,policy,seeds,wall_clock_s_mean,", 0) == 0);
   CHECK(seeds.find("\nddp,ddp,2,") != std::string::npos);
   CHECK(seeds.find("\ndiloco,diloco,2,") != std::string::npos);

@@ -11,21 +11,19 @@
 #include "config/error.hpp"
 #include "cli/report.hpp"
 #include "cli/run.hpp"
+#include "tests/cli_util.hpp"
 #include "tests/doctest_torch.hpp"
 #include "tests/tiny_run.hpp"
 
 using namespace locosim;
+using testing::read_file;
 namespace fs = std::filesystem;
 
 namespace {
 
 // The tiny scenario (9 lines) with `sweep` appended from line 10 on; returns the file's path.
-std::string scenario_with(const std::string& name, const std::string& sweep) {
-  return testing::tiny_scenario_file(name, sweep);
-}
-
 ConfigError sweep_error(const std::string& name, const std::string& sweep) {
-  const std::string path = scenario_with(name, sweep);
+  const std::string path = testing::tiny_scenario_file(name, sweep);
   try {
     load_sweep(path);
   } catch (const ConfigError& e) {
@@ -37,17 +35,10 @@ ConfigError sweep_error(const std::string& name, const std::string& sweep) {
 
 const DiLoCoConfig& diloco(const Scenario& s) { return std::any_cast<const DiLoCoConfig&>(s.policies.at(1).config); }
 
-std::string read_all(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 TEST_CASE("sweep: uplink bandwidth x inner steps expands into 6 points, first key slowest") {
-  const std::string path = scenario_with("sweep-grid",
+  const std::string path = testing::tiny_scenario_file("sweep-grid",
                                          "sweep:\n"
                                          "  platform.hosts[*].uplink.bandwidth: [10 Mbps, 100 Mbps, 1000 Mbps]\n"
                                          "  policies[diloco].inner_steps: [2, 8]\n");
@@ -74,7 +65,7 @@ TEST_CASE("sweep: uplink bandwidth x inner steps expands into 6 points, first ke
 }
 
 TEST_CASE("sweep: index selectors, bare policy names and missing mappings on the way") {
-  const std::string path = scenario_with("sweep-keys", "");
+  const std::string path = testing::tiny_scenario_file("sweep-keys", "");
   const Scenario s = load_scenario_text(
       apply_sweep_values(path, {{"policies[0].wire", "fp16"}, {"platform.hosts[1].downlink.latency", "40 ms"},
                                 {"timing.tokens_per_step", "1024"}, {"runtime.threads", "2"}}),
@@ -88,7 +79,7 @@ TEST_CASE("sweep: index selectors, bare policy names and missing mappings on the
 }
 
 TEST_CASE("sweep: a scenario without a sweep is a single unnamed point") {
-  const Sweep sweep = load_sweep(scenario_with("sweep-none", ""));
+  const Sweep sweep = load_sweep(testing::tiny_scenario_file("sweep-none", ""));
   CHECK(sweep.keys.empty());
   REQUIRE(sweep.points.size() == 1);
   CHECK(sweep.points[0].name.empty());
@@ -127,7 +118,7 @@ TEST_CASE("sweep: errors name the sweep key, its position and the point, before 
 }
 
 TEST_CASE("sweep: a 2-point grid runs into point folders with one summary.csv, and report reads it back") {
-  const std::string path = scenario_with("sweep-run", "sweep:\n  platform.hosts[*].uplink.bandwidth: [2 Mbps, 200 Mbps]\n");
+  const std::string path = testing::tiny_scenario_file("sweep-run", "sweep:\n  platform.hosts[*].uplink.bandwidth: [2 Mbps, 200 Mbps]\n");
   const Sweep sweep = load_sweep(path);
   RunOptions options;
   options.output_root = fs::path(path).parent_path() / "runs";
@@ -148,7 +139,7 @@ TEST_CASE("sweep: a 2-point grid runs into point folders with one summary.csv, a
     }
     CHECK(fs::exists(root / point / "summary.csv"));
   }
-  std::istringstream grid(read_all(root / "summary.csv"));
+  std::istringstream grid(read_file(root / "summary.csv"));
   std::string header, row1, row2, extra;
   std::getline(grid, header);
   std::getline(grid, row1);

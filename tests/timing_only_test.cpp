@@ -52,12 +52,6 @@ std::string run_folder(const std::string& dir, const std::string& mode, const st
   return dir + "/runs/" + mode + "/" + scenario + "/" + label;
 }
 
-std::string json_value(const std::string& json, const std::string& key) {
-  std::smatch m;
-  REQUIRE_MESSAGE(std::regex_search(json, m, std::regex("\"" + key + "\": ([^,\n]+)")), key);
-  return m[1].str();
-}
-
 // metrics.csv without its loss columns (time, worker, step, tokens, then sync).
 std::string metrics_without_losses(const std::string& path) {
   return std::regex_replace(read_file(path), std::regex("^([^,]*,[^,]*,[^,]*,[^,]*),[^,]*,[^,]*,", std::regex::multiline),

@@ -73,12 +73,6 @@ std::vector<Metric> metrics_of(const std::string& path) {
   return rows;
 }
 
-double json_number(const std::string& json, const std::string& key) {
-  std::smatch m;
-  REQUIRE(std::regex_search(json, m, std::regex("\"" + key + "\": ([^,\n]+)")));
-  return std::stod(m[1].str());
-}
-
 std::string seconds(double s) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.6f s", s);
