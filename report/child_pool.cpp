@@ -62,9 +62,13 @@ std::vector<ChildPool::Ended> ChildPool::reap() {
 
 std::vector<ChildPool::Ended> ChildPool::wait(std::chrono::milliseconds timeout) {
   const auto deadline = PoolClock::now() + timeout;
+  const int signal_before = StopSignals::received();  // one seen before does not end every wait at once
   for (;;) {
     std::vector<Ended> ended = reap();
-    if (!ended.empty() || running_.empty() || StopSignals::received() || PoolClock::now() >= deadline) return ended;
+    if (!ended.empty() || running_.empty() || StopSignals::received() != signal_before ||
+        PoolClock::now() >= deadline) {
+      return ended;
+    }
     std::this_thread::sleep_for(kPollInterval);
   }
 }

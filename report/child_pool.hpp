@@ -34,7 +34,7 @@ class ChildPool {
   // The children that ended since the last call, in pid order; does not wait.
   std::vector<Ended> reap();
 
-  // reap(), after waiting up to `timeout` for a child to end (less when a stop signal arrives).
+  // reap(), after waiting up to `timeout` for a child to end (less when a stop signal arrives meanwhile).
   std::vector<Ended> wait(std::chrono::milliseconds timeout);
 
   // Sends `signal` to every running child.

@@ -1,6 +1,7 @@
 // ChildPool: each child's exit reaches the driver once, with its status; stop() gives SIGTERM its
 // grace before SIGKILL; no child outlives its pool.
 #include "report/child_pool.hpp"
+#include "report/stop_signals.hpp"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -93,4 +94,21 @@ TEST_CASE("child pool: a child still running when its pool ends is killed and re
   CHECK(waitpid(deaf, &status, WNOHANG) == -1);
   CHECK(errno == ECHILD);
   CHECK(kill(deaf, 0) == -1);  // gone, not a zombie (a zombie still takes signals)
+}
+
+TEST_CASE("child pool: after a stop signal, wait still waits its time instead of returning at once") {
+  // The launcher polls wait() while it gives its ranks their grace after SIGTERM: returning at once on
+  // the signal already seen would spin a core for those seconds.
+  locosim::StopSignals stop_signals;
+  kill(getpid(), SIGINT);
+  for (int i = 0; i < 100 && !locosim::StopSignals::received(); ++i) usleep(10000);
+  REQUIRE(locosim::StopSignals::received() == SIGINT);
+  ChildPool pool;
+  pool.start("sleeper", [] {
+    sleep(30);
+    std::_Exit(0);
+  });
+  const auto started = std::chrono::steady_clock::now();
+  CHECK(pool.wait(std::chrono::milliseconds(300)).empty());
+  CHECK(std::chrono::steady_clock::now() - started >= std::chrono::milliseconds(300));
 }
