@@ -1,4 +1,4 @@
-// The files of a run folder, written by one path for both backends (cli/run.cpp and sim/simulate.cpp,
+// The files of a run folder, written by one path for both backends (cli/run_planned.cpp and sim/simulate.cpp,
 // real/rank.cpp), so the two cannot drift: what identifies the run when it starts, the summary's
 // common fields, and every result file when it ends.
 #pragma once
