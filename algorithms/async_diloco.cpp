@@ -24,29 +24,9 @@
 #include <cmath>
 
 #include "algorithms/local_sgd.hpp"
-#include "algorithms/policy_registry.hpp"
-#include "config/section.hpp"
+#include "algorithms/policy.hpp"
 
 namespace locosim {
-
-AsyncDiLoCoConfig AsyncDiLoCoConfig::parse(Section& s) {
-  AsyncDiLoCoConfig c;
-  c.inner_steps = s.integer("inner_steps", c.inner_steps, Range::closed(1, kMaxSteps));
-  c.outer_lr = s.number("outer_lr", c.outer_lr, Range::open_closed(0, kMaxOuterLr));
-  c.outer_momentum = s.number("outer_momentum", c.outer_momentum, Range::closed_open(0, 1));
-  c.outer = s.choice("outer", {"delayed_nesterov", "nesterov"}, "delayed_nesterov") == "nesterov"
-                ? AsyncOuter::nesterov
-                : AsyncOuter::delayed_nesterov;
-  if (c.outer == AsyncOuter::delayed_nesterov) {
-    c.delay = s.integer("delay", c.delay, Range::closed(0, 1 << 20));
-    // c ≤ 1/N is checked by the scenario, which knows N when it is the number of workers.
-    c.momentum_activation = s.number("momentum_activation", c.momentum_activation, Range::closed(0, 1));
-  }
-  c.dylu = s.flag("dylu", c.dylu);
-  c.grace_s = s.number("grace_s", c.grace_s, Range::closed(0, 3.2e7));
-  c.wire = wire_format_from_name(s.choice("wire", wire_format_names(), wire_format_name(c.wire)));
-  return c;
-}
 
 namespace {
 
@@ -206,27 +186,6 @@ std::unique_ptr<ParameterServer> make_async_server(const AsyncDiLoCoConfig& cfg,
 
 std::unique_ptr<Policy> make_async_diloco(const AsyncDiLoCoConfig& cfg, PolicyContext ctx) {
   return std::make_unique<AsyncDiLoCo>(cfg, std::move(ctx));
-}
-
-PolicyEntry async_diloco_policy() {
-  return policy_entry<AsyncDiLoCoConfig>({
-      .name = "async_diloco",
-      .paper = "arXiv 2401.09135",
-      // The fastest worker's steps per push.
-      .sync_period = [](const AsyncDiLoCoConfig& c) -> std::optional<SyncPeriod> {
-        return SyncPeriod{"inner_steps", c.inner_steps};
-      },
-      // Pushes are applied as they arrive.
-      .reads_clock = [](const AsyncDiLoCoConfig&) { return true; },
-      .make = make_async_diloco,
-      .collective = [](const AsyncDiLoCoConfig&) { return RoundCollective::server; },
-      .handover = "none yet: a lost worker stays out",
-      .on_failed_collective = "a failed push is not applied; the worker goes on from the model it last received",
-      .bytes_per_round = "P · b up and P · 4 down per push, through the server",
-      // A grace period longer than the run: each window holds both ranks' pushes, applied in rank order,
-      // so the update order does not depend on which push lands first.
-      .example = "{name: async_diloco, inner_steps: 4, dylu: false, grace_s: 1000}",
-  });
 }
 
 }  // namespace locosim

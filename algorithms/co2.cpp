@@ -28,25 +28,9 @@
 #include <torch/utils.h>
 
 #include "algorithms/local_sgd.hpp"
-#include "algorithms/policy_registry.hpp"
-#include "config/section.hpp"
+#include "algorithms/policy.hpp"
 
 namespace locosim {
-
-Co2Config Co2Config::parse(Section& s) {
-  Co2Config c;
-  c.inner_steps = s.integer("inner_steps", c.inner_steps, Range::closed(1, kMaxSteps));
-  c.outer_lr = s.number("outer_lr", c.outer_lr, Range::open_closed(0, kMaxOuterLr));
-  c.outer_momentum = s.number("outer_momentum", c.outer_momentum, Range::closed_open(0, 1));
-  c.penalty = s.choice("penalty", {"gap", "none"}, "gap") == "gap" ? Co2Penalty::gap : Co2Penalty::none;
-  // λ divides the averaged progress: far below 1e-3 it overflows, far above 1e3 nothing moves.
-  if (c.penalty == Co2Penalty::gap) c.gap_penalty = s.number("gap_penalty", c.gap_penalty, Range::closed(1e-3, 1e3));
-  // 0 turns clipping off; outer momenta are parameter-sized, so above 1e6 a clip never bites.
-  c.momentum_clip = s.number("momentum_clip", c.momentum_clip, Range::closed(0, 1e6));
-  c.delay = s.integer("delay", c.delay, Range::closed(0, 1));
-  c.wire = wire_format_from_name(s.choice("wire", wire_format_names(), wire_format_name(c.wire)));
-  return c;
-}
 
 void co2_outer_step(const Co2Config& cfg, std::vector<torch::Tensor>& anchor, std::vector<torch::Tensor>& momentum,
                     const std::vector<torch::Tensor>& delta_mean) {
@@ -144,21 +128,6 @@ class Co2 : public Policy {
 
 std::unique_ptr<Policy> make_co2(const Co2Config& cfg, PolicyContext ctx) {
   return std::make_unique<Co2>(cfg, std::move(ctx));
-}
-
-PolicyEntry co2_policy() {
-  return policy_entry<Co2Config>({
-      .name = "co2",
-      .paper = "arXiv 2401.16265",
-      .sync_period = [](const Co2Config& c) -> std::optional<SyncPeriod> { return SyncPeriod{"inner_steps", c.inner_steps}; },
-      .reads_clock = [](const Co2Config&) { return false; },
-      .make = make_co2,
-      .collective = [](const Co2Config&) { return RoundCollective::all_reduce; },
-      .handover = "delay: 0, at the end of a period as DiLoCo; delay: 1, none (a sync is always in flight)",
-      .on_failed_collective = "the failed period's sync is skipped, not redone",
-      .bytes_per_round = "2(K−1)/K · P · b every τ steps",
-      .example = "{name: co2, inner_steps: 3}",
-  });
 }
 
 }  // namespace locosim

@@ -3,13 +3,19 @@
 // once, as the released code does; `delay: 1` overlaps it with the next τ steps, as the paper describes.
 #pragma once
 #include <memory>
+#include <optional>
 #include <vector>
 
-#include "algorithms/policy.hpp"
+#include "algorithms/policy_registry.hpp"
+#include "algorithms/tensor_fwd.hpp"
+#include "algorithms/train_config.hpp"
+#include "algorithms/wire_format.hpp"
+#include "config/section.hpp"
 
 namespace locosim {
 
-class Section;
+class Policy;
+struct PolicyContext;
 
 // The staleness-gap penalty's form. `gap`: the released code's (weigao266/fairscale-CO2 co2.py) form,
 // the averaged outer gradient divided by a constant λ before it enters the momentum. `none`: no penalty.
@@ -40,8 +46,35 @@ void co2_outer_step(const Co2Config& cfg, std::vector<torch::Tensor>& anchor, st
 
 std::unique_ptr<Policy> make_co2(const Co2Config& cfg, PolicyContext ctx);
 
-// Its registry entry (algorithms/policy_registry.hpp).
-struct PolicyEntry;
-PolicyEntry co2_policy();
+// Its keys in a scenario's policies: entry, each checked; absent keys keep the defaults above.
+inline Co2Config Co2Config::parse(Section& s) {
+  Co2Config c;
+  c.inner_steps = s.integer("inner_steps", c.inner_steps, Range::closed(1, kMaxSteps));
+  c.outer_lr = s.number("outer_lr", c.outer_lr, Range::open_closed(0, kMaxOuterLr));
+  c.outer_momentum = s.number("outer_momentum", c.outer_momentum, Range::closed_open(0, 1));
+  c.penalty = s.choice("penalty", {"gap", "none"}, "gap") == "gap" ? Co2Penalty::gap : Co2Penalty::none;
+  // λ divides the averaged progress: far below 1e-3 it overflows, far above 1e3 nothing moves.
+  if (c.penalty == Co2Penalty::gap) c.gap_penalty = s.number("gap_penalty", c.gap_penalty, Range::closed(1e-3, 1e3));
+  // 0 turns clipping off; outer momenta are parameter-sized, so above 1e6 a clip never bites.
+  c.momentum_clip = s.number("momentum_clip", c.momentum_clip, Range::closed(0, 1e6));
+  c.delay = s.integer("delay", c.delay, Range::closed(0, 1));
+  c.wire = wire_format_from_name(s.choice("wire", wire_format_names(), wire_format_name(c.wire)));
+  return c;
+}
+
+// Its registry entry (policy_registry.hpp), listed in policy_list.hpp.
+inline PolicyEntry co2_policy() {
+  return policy_entry<Co2Config>({
+      .name = "co2",
+      .paper = "arXiv 2401.16265",
+      .sync_period = [](const Co2Config& c) -> std::optional<SyncPeriod> { return SyncPeriod{"inner_steps", c.inner_steps}; },
+      .reads_clock = [](const Co2Config&) { return false; },
+      .collective = [](const Co2Config&) { return RoundCollective::all_reduce; },
+      .handover = "delay: 0, at the end of a period as DiLoCo; delay: 1, none (a sync is always in flight)",
+      .on_failed_collective = "the failed period's sync is skipped, not redone",
+      .bytes_per_round = "2(K−1)/K · P · b every τ steps",
+      .example = "{name: co2, inner_steps: 3}",
+  });
+}
 
 }  // namespace locosim

@@ -10,19 +10,9 @@
 // numbers do not depend on buckets: each element's mean is the same whichever collective carries it.
 #include "algorithms/ddp.hpp"
 
-#include "algorithms/policy_registry.hpp"
-#include "config/section.hpp"
+#include "algorithms/policy.hpp"
 
 namespace locosim {
-
-DdpConfig DdpConfig::parse(Section& s) {
-  DdpConfig c;
-  c.wire = wire_format_from_name(s.choice("wire", wire_format_names(), wire_format_name(c.wire)));
-  c.overlap = s.flag("overlap", c.overlap);
-  c.bucket_mb = s.number("bucket_mb", c.bucket_mb, Range::open_closed(0, 1e6));
-  c.first_bucket_mb = s.number("first_bucket_mb", c.first_bucket_mb, Range::open_closed(0, 1e6));
-  return c;
-}
 
 std::vector<std::vector<size_t>> ddp_buckets(const std::vector<double>& bytes, const DdpConfig& cfg) {
   constexpr double kMiB = 1024.0 * 1024.0;
@@ -132,22 +122,6 @@ class Ddp : public Policy {
 
 std::unique_ptr<Policy> make_ddp(const DdpConfig& cfg, PolicyContext ctx) {
   return std::make_unique<Ddp>(cfg, std::move(ctx));
-}
-
-PolicyEntry ddp_policy() {
-  return policy_entry<DdpConfig>({
-      .name = "ddp",
-      .paper = "PyTorch DDP, arXiv 2006.15704",
-      .sync_period = [](const DdpConfig&) -> std::optional<SyncPeriod> { return std::nullopt; },
-      .reads_clock = [](const DdpConfig&) { return false; },
-      .make = make_ddp,
-      .collective = [](const DdpConfig&) { return RoundCollective::all_reduce; },
-      .handover = "after any committed or aborted step: the parameters and the inner optimizer",
-      .on_failed_collective = "redo the all-reduce among the survivors, up to 3 attempts; then the step is aborted "
-                              "and its gradients thrown away",
-      .bytes_per_round = "2(K−1)/K · P · b, every step",
-      .example = "{name: ddp, wire: fp16}",
-  });
 }
 
 }  // namespace locosim

@@ -17,34 +17,18 @@
 // indices and the values in the parameter's dtype, nothing else) is `indices: int64, values: fp32`.
 #include "algorithms/demo.hpp"
 
+#include <torch/types.h>  // first: clip_grad.h uses Tensor without including it
+
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/utils.h>
 
 #include <cmath>
 
-#include "algorithms/policy_registry.hpp"
 #include "algorithms/dct.hpp"
-#include "config/section.hpp"
+#include "algorithms/policy.hpp"
+#include "algorithms/sparse_codec.hpp"
 
 namespace locosim {
-
-DemoConfig DemoConfig::parse(Section& s) {
-  DemoConfig c;
-  c.lr = s.number("lr", c.lr, Range::open_closed(0, kMaxLr));
-  c.momentum_decay = s.number("momentum_decay", c.momentum_decay, Range::closed_open(0, 1));
-  c.topk = s.integer("topk", c.topk, Range::at_least(1));  // <= chunk², checked below
-  // s: each chunk side gets an s×s DCT basis; blocks are no larger than the model (d_model <= 16384).
-  c.chunk = s.integer("chunk", c.chunk, Range::closed(1, 16384));
-  c.weight_decay = s.number("weight_decay", c.weight_decay, Range::closed(0, kMaxWeightDecay));
-  c.values = sparse_values_from_name(s.choice("values", sparse_values_names(), sparse_values_name(c.values)));
-  c.indices = sparse_indices_from_name(s.choice("indices", sparse_indices_names(), sparse_indices_name(c.indices)));
-  if (c.topk > c.chunk * c.chunk) {
-    s.fail("topk", "must be <= chunk² = " + std::to_string(c.chunk * c.chunk) +
-                       " (the coefficients of one chunk; more would send every chunk whole), got " +
-                       std::to_string(c.topk));
-  }
-  return c;
-}
 
 double demo_payload_bytes(const DemoConfig& cfg, const std::vector<std::vector<int64_t>>& shapes) {
   double total = 0;
@@ -150,22 +134,6 @@ class Demo : public Policy {
 
 std::unique_ptr<Policy> make_demo(const DemoConfig& cfg, PolicyContext ctx) {
   return std::make_unique<Demo>(cfg, std::move(ctx));
-}
-
-PolicyEntry demo_policy() {
-  return policy_entry<DemoConfig>({
-      .name = "demo",
-      .paper = "arXiv 2411.19870",
-      .sync_period = [](const DemoConfig&) -> std::optional<SyncPeriod> { return std::nullopt; },
-      .reads_clock = [](const DemoConfig&) { return false; },
-      .make = make_demo,
-      .collective = [](const DemoConfig&) { return RoundCollective::all_gather; },
-      .handover = "after any step: the parameters and the momentum residual",
-      .on_failed_collective = "proceed with the contributions that arrived: the step is committed on what the "
-                              "survivors all hold",
-      .bytes_per_round = "an all-gather of chunks · k · (b_idx + b_val) bytes, every step",
-      .example = "{name: demo, lr: 1.0e-3, topk: 8, chunk: 16}",
-  });
 }
 
 }  // namespace locosim

@@ -2,13 +2,17 @@
 // components shared by all-gather as sparse top-k, sign-SGD on their mean. Replaces the inner optimizer.
 #pragma once
 #include <memory>
+#include <optional>
 
-#include "algorithms/policy.hpp"
-#include "algorithms/sparse_codec.hpp"
+#include "algorithms/policy_registry.hpp"
+#include "algorithms/sparse_format.hpp"
+#include "algorithms/train_config.hpp"
+#include "config/section.hpp"
 
 namespace locosim {
 
-class Section;
+class Policy;
+struct PolicyContext;
 
 struct DemoConfig {
   // η: peak step size of the sign-SGD update. DeMo replaces the inner optimizer, so η is the policy's
@@ -30,10 +34,6 @@ struct DemoConfig {
 
 std::unique_ptr<Policy> make_demo(const DemoConfig& cfg, PolicyContext ctx);
 
-// Its registry entry (algorithms/policy_registry.hpp).
-struct PolicyEntry;
-PolicyEntry demo_policy();
-
 // Bytes one worker uploads per step for parameters of these shapes, before Wire::scale:
 // Σ over tensors of sparse_bytes(chunks, chunk_numel, k, values, indices).
 double demo_payload_bytes(const DemoConfig& cfg, const std::vector<std::vector<int64_t>>& shapes);
@@ -51,5 +51,40 @@ struct DemoWork {
   double decode_flops = 0;
 };
 DemoWork demo_step_work(const DemoConfig& cfg, const std::vector<std::vector<int64_t>>& shapes);
+
+// Its keys in a scenario's policies: entry, each checked; absent keys keep the defaults above.
+inline DemoConfig DemoConfig::parse(Section& s) {
+  DemoConfig c;
+  c.lr = s.number("lr", c.lr, Range::open_closed(0, kMaxLr));
+  c.momentum_decay = s.number("momentum_decay", c.momentum_decay, Range::closed_open(0, 1));
+  c.topk = s.integer("topk", c.topk, Range::at_least(1));  // <= chunk², checked below
+  // s: each chunk side gets an s×s DCT basis; blocks are no larger than the model (d_model <= 16384).
+  c.chunk = s.integer("chunk", c.chunk, Range::closed(1, 16384));
+  c.weight_decay = s.number("weight_decay", c.weight_decay, Range::closed(0, kMaxWeightDecay));
+  c.values = sparse_values_from_name(s.choice("values", sparse_values_names(), sparse_values_name(c.values)));
+  c.indices = sparse_indices_from_name(s.choice("indices", sparse_indices_names(), sparse_indices_name(c.indices)));
+  if (c.topk > c.chunk * c.chunk) {
+    s.fail("topk", "must be <= chunk² = " + std::to_string(c.chunk * c.chunk) +
+                       " (the coefficients of one chunk; more would send every chunk whole), got " +
+                       std::to_string(c.topk));
+  }
+  return c;
+}
+
+// Its registry entry (policy_registry.hpp), listed in policy_list.hpp.
+inline PolicyEntry demo_policy() {
+  return policy_entry<DemoConfig>({
+      .name = "demo",
+      .paper = "arXiv 2411.19870",
+      .sync_period = [](const DemoConfig&) -> std::optional<SyncPeriod> { return std::nullopt; },
+      .reads_clock = [](const DemoConfig&) { return false; },
+      .collective = [](const DemoConfig&) { return RoundCollective::all_gather; },
+      .handover = "after any step: the parameters and the momentum residual",
+      .on_failed_collective = "proceed with the contributions that arrived: the step is committed on what the "
+                              "survivors all hold",
+      .bytes_per_round = "an all-gather of chunks · k · (b_idx + b_val) bytes, every step",
+      .example = "{name: demo, lr: 1.0e-3, topk: 8, chunk: 16}",
+  });
+}
 
 }  // namespace locosim

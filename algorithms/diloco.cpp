@@ -24,36 +24,12 @@
 
 #include <algorithm>
 
-#include "algorithms/policy_registry.hpp"
+#include "algorithms/local_sgd.hpp"
 #include "algorithms/outer_prune.hpp"
-#include "config/section.hpp"
+#include "algorithms/policy.hpp"
+#include "algorithms/round_clock.hpp"
 
 namespace locosim {
-
-DiLoCoConfig DiLoCoConfig::parse(Section& s) {
-  DiLoCoConfig c;
-  c.inner_steps = s.integer("inner_steps", c.inner_steps, Range::closed(1, kMaxSteps));
-  const std::string round = s.choice("round", {"steps", "fastest", "seconds"}, "steps");
-  if (round == "fastest") c.round = DiLoCoRound::fastest;
-  if (round == "seconds") {
-    c.round = DiLoCoRound::seconds;
-    // A round of a microsecond is no round; a year is past any run.
-    c.round_s = s.number("round_s", std::nullopt, Range::closed(1e-6, 3.2e7));
-  }
-  c.outer = OuterConfig::parse(s, c.outer);
-  c.prune = s.number("prune", c.prune, Range::closed_open(0, 1));
-  if (c.prune > 0 && c.round != DiLoCoRound::steps) {
-    // Both merges average the workers unweighted: they have no place for token weights.
-    s.fail("prune", "needs round: steps (the pruned merge is not weighted by tokens), got round: " + round);
-  }
-  if (c.prune > 0) {
-    if (s.choice("prune_merge", {"mean", "ties"}, "mean") == "ties") c.prune_merge = DiLoCoPruneMerge::ties;
-  } else if (s.has("prune_merge")) {
-    s.fail("prune_merge", "is read with prune > 0 only");
-  }
-  c.wire = wire_format_from_name(s.choice("wire", wire_format_names(), wire_format_name(c.wire)));
-  return c;
-}
 
 namespace {
 
@@ -172,23 +148,6 @@ class DiLoCo : public Policy {
 
 std::unique_ptr<Policy> make_diloco(const DiLoCoConfig& cfg, PolicyContext ctx) {
   return std::make_unique<DiLoCo>(cfg, std::move(ctx));
-}
-
-PolicyEntry diloco_policy() {
-  return policy_entry<DiLoCoConfig>({
-      .name = "diloco",
-      .paper = "arXiv 2311.08105; OpenDiLoCo arXiv 2407.07852",
-      .sync_period = [](const DiLoCoConfig& c) -> std::optional<SyncPeriod> { return SyncPeriod{"inner_steps", c.inner_steps}; },
-      // Timed rounds: a round's steps come from measured step times.
-      .reads_clock = [](const DiLoCoConfig& c) { return c.round != DiLoCoRound::steps; },
-      .make = make_diloco,
-      .collective = [](const DiLoCoConfig& c) { return c.prune > 0 ? RoundCollective::all_gather : RoundCollective::all_reduce; },
-      .handover = "at the end of a round: the outer parameters and momentum, the inner optimizer",
-      .on_failed_collective = "redo the all-reduce among the survivors, up to 3 attempts; then the round is aborted: "
-                              "every member restarts from the outer parameters",
-      .bytes_per_round = "2(K−1)/K · P · b every H steps (pruned: an all-gather of the trimmed payload)",
-      .example = "{name: diloco, inner_steps: 4, wire: fp16}",
-  });
 }
 
 }  // namespace locosim

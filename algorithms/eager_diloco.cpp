@@ -19,19 +19,10 @@
 #include <torch/serialize.h>
 #include <torch/utils.h>
 
-#include "algorithms/policy_registry.hpp"
-#include "config/section.hpp"
+#include "algorithms/local_sgd.hpp"
+#include "algorithms/policy.hpp"
 
 namespace locosim {
-
-EagerDiLoCoConfig EagerDiLoCoConfig::parse(Section& s) {
-  EagerDiLoCoConfig c;
-  c.inner_steps = s.integer("inner_steps", c.inner_steps, Range::closed(1, kMaxSteps));
-  c.variant = s.choice("variant", {"eager", "delayed"}, "eager") == "delayed" ? EagerVariant::delayed : EagerVariant::eager;
-  c.outer = OuterConfig::parse(s, c.outer);
-  c.wire = wire_format_from_name(s.choice("wire", wire_format_names(), wire_format_name(c.wire)));
-  return c;
-}
 
 namespace {
 
@@ -113,21 +104,6 @@ class EagerDiLoCo : public Policy {
 
 std::unique_ptr<Policy> make_eager_diloco(const EagerDiLoCoConfig& cfg, PolicyContext ctx) {
   return std::make_unique<EagerDiLoCo>(cfg, std::move(ctx));
-}
-
-PolicyEntry eager_diloco_policy() {
-  return policy_entry<EagerDiLoCoConfig>({
-      .name = "eager_diloco",
-      .paper = "arXiv 2502.12996",
-      .sync_period = [](const EagerDiLoCoConfig& c) -> std::optional<SyncPeriod> { return SyncPeriod{"inner_steps", c.inner_steps}; },
-      .reads_clock = [](const EagerDiLoCoConfig&) { return false; },
-      .make = make_eager_diloco,
-      .collective = [](const EagerDiLoCoConfig&) { return RoundCollective::all_reduce; },
-      .handover = "none: a round's all-reduce is always in flight, so a lost worker stays out",
-      .on_failed_collective = "the failed round's average is skipped, not redone (eager steps on its own fresh share)",
-      .bytes_per_round = "2(K−1)/K · P · b every H steps, overlapped with the next H steps",
-      .example = "{name: eager_diloco, inner_steps: 3}",
-  });
 }
 
 }  // namespace locosim

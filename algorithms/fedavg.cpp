@@ -10,17 +10,9 @@
 // Unlike DiLoCo the parameters travel, not their change: a lossy wire rounds the weights themselves.
 #include "algorithms/fedavg.hpp"
 
-#include "algorithms/policy_registry.hpp"
-#include "config/section.hpp"
+#include "algorithms/policy.hpp"
 
 namespace locosim {
-
-FedAvgConfig FedAvgConfig::parse(Section& s) {
-  FedAvgConfig c;
-  c.inner_steps = s.integer("inner_steps", c.inner_steps, Range::closed(1, kMaxSteps));
-  c.wire = wire_format_from_name(s.choice("wire", wire_format_names(), wire_format_name(c.wire)));
-  return c;
-}
 
 namespace {
 
@@ -61,22 +53,6 @@ class FedAvg : public Policy {
 
 std::unique_ptr<Policy> make_fedavg(const FedAvgConfig& cfg, PolicyContext ctx) {
   return std::make_unique<FedAvg>(cfg, std::move(ctx));
-}
-
-PolicyEntry fedavg_policy() {
-  return policy_entry<FedAvgConfig>({
-      .name = "fedavg",
-      .paper = "arXiv 1602.05629",
-      .sync_period = [](const FedAvgConfig& c) -> std::optional<SyncPeriod> { return SyncPeriod{"inner_steps", c.inner_steps}; },
-      .reads_clock = [](const FedAvgConfig&) { return false; },
-      .make = make_fedavg,
-      .collective = [](const FedAvgConfig&) { return RoundCollective::all_reduce; },
-      .handover = "at the end of a round: the averaged parameters, the inner optimizer",
-      .on_failed_collective = "redo the all-reduce among the survivors, up to 3 attempts; then the round is aborted: "
-                              "members keep their own parameters until the next round",
-      .bytes_per_round = "2(K−1)/K · P · b every H steps",
-      .example = "{name: fedavg, inner_steps: 4}",
-  });
 }
 
 }  // namespace locosim

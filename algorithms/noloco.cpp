@@ -25,22 +25,9 @@
 #include <numeric>
 #include <random>
 
-#include "algorithms/policy_registry.hpp"
-#include "config/section.hpp"
+#include "algorithms/policy.hpp"
 
 namespace locosim {
-
-NoLoCoConfig NoLoCoConfig::parse(Section& s) {
-  NoLoCoConfig c;
-  c.inner_steps = s.integer("inner_steps", c.inner_steps, Range::closed(1, kMaxSteps));
-  c.group_size = s.integer("group_size", c.group_size, Range::closed(1, 1 << 20));
-  c.outer_lr = s.number("outer_lr", c.outer_lr, Range::open_closed(0, kMaxOuterLr));
-  c.outer_momentum = s.number("outer_momentum", c.outer_momentum, Range::closed_open(0, 1));
-  c.pull = s.number("pull", c.outer_lr, Range::closed(0, kMaxOuterLr));
-  c.seed = s.unsigned_integer("seed", c.seed);
-  c.wire = wire_format_from_name(s.choice("wire", wire_format_names(), wire_format_name(c.wire)));
-  return c;
-}
 
 std::vector<std::vector<int>> noloco_groups(uint64_t seed, int64_t t, int world_size, int64_t group_size) {
   // Fisher-Yates on mt19937_64, whose output the standard fixes: the same groups on every platform.
@@ -136,22 +123,6 @@ class NoLoCo : public Policy {
 
 std::unique_ptr<Policy> make_noloco(const NoLoCoConfig& cfg, PolicyContext ctx) {
   return std::make_unique<NoLoCo>(cfg, std::move(ctx));
-}
-
-PolicyEntry noloco_policy() {
-  return policy_entry<NoLoCoConfig>({
-      .name = "noloco",
-      .paper = "arXiv 2506.10911; code: jkolehm/noloco",
-      .sync_period = [](const NoLoCoConfig& c) -> std::optional<SyncPeriod> { return SyncPeriod{"inner_steps", c.inner_steps}; },
-      .reads_clock = [](const NoLoCoConfig&) { return false; },
-      .make = make_noloco,
-      .collective = [](const NoLoCoConfig&) { return RoundCollective::subgroup_all_reduce; },
-      .handover = "at the end of an outer step: a peer's outer weights, momentum and inner optimizer",
-      .on_failed_collective = "redo the group's all-reduce among its members still in the run, up to 3 attempts; "
-                              "then the outer step is skipped: the worker restarts from its outer weights",
-      .bytes_per_round = "2(n−1)/n · 2P · b every H steps, within a random group of n (pairs: 2P·b)",
-      .example = "{name: noloco, inner_steps: 4}",
-  });
 }
 
 }  // namespace locosim

@@ -1,46 +1,33 @@
-// A scenario's policy entry through the registry (see policies.hpp).
+// Building a scenario's policy for one worker: the factories of policy_list.hpp, in registry order.
 #include "algorithms/policies.hpp"
 
-#include <stdexcept>
+#include <any>
+#include <functional>
 
-#include "config/section.hpp"
+#include "algorithms/policy.hpp"
+#include "algorithms/policy_list.hpp"
 
 namespace locosim {
+namespace {
 
-const PolicyEntry& PolicySpec::entry() const {
-  const PolicyEntry* e = find_policy(name);
-  if (!e) throw std::logic_error("policy '" + name + "' is not registered");
-  return *e;
+using Factory = std::function<std::unique_ptr<Policy>(const std::any&, PolicyContext)>;
+
+template <class Config>
+Factory erase_factory(std::unique_ptr<Policy> (*make)(const Config&, PolicyContext)) {
+  return [make](const std::any& c, PolicyContext ctx) { return make(std::any_cast<const Config&>(c), std::move(ctx)); };
 }
 
-const std::vector<std::string>& policy_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> out;
-    for (const PolicyEntry& e : policy_registry()) out.push_back(e.name);
-    return out;
-  }();
-  return names;
-}
-
-PolicySpec parse_policy(Section& s) {
-  PolicySpec spec;
-  spec.name = s.choice("name", policy_names());
-  spec.label = s.identifier("label", spec.name);
-  spec.config = spec.entry().parse(s);
-  s.finish();
-  return spec;
-}
-
-std::optional<std::pair<std::string, int64_t>> sync_period(const PolicySpec& spec) {
-  const std::optional<SyncPeriod> period = spec.entry().sync_period(spec.config);
-  if (!period) return std::nullopt;
-  return std::pair{period->key, period->steps};
-}
-
-bool reads_clock(const PolicySpec& spec) { return spec.entry().reads_clock(spec.config); }
+}  // namespace
 
 std::unique_ptr<Policy> make_policy(const PolicySpec& spec, PolicyContext ctx) {
-  return spec.entry().make(spec.config, std::move(ctx));
+#define LOCOSIM_FACTORY(name) erase_factory(make_##name),
+  static const std::vector<Factory> factories = {LOCOSIM_POLICIES(LOCOSIM_FACTORY)};
+#undef LOCOSIM_FACTORY
+  const std::vector<PolicyEntry>& entries = policy_registry();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].name == spec.name) return factories[i](spec.config, std::move(ctx));
+  }
+  throw std::logic_error("policy '" + spec.name + "' is not registered");
 }
 
 }  // namespace locosim

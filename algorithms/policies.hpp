@@ -1,5 +1,6 @@
-// A scenario's policy entry: parsed through the registry (policy_registry.hpp), built for one worker.
-// Adding a policy: its own file (config, factory, registry entry) and one line in policy_registry.cpp.
+// A scenario's policy entry: parsed through the registry (policy_registry.hpp, policy_registry.cpp: no
+// LibTorch), built for one worker (make_policy, policies.cpp: LibTorch). Adding a policy: its header
+// (config, registry entry), its .cpp (the method, make_<name>) and a line in policy_list.hpp.
 #pragma once
 #include <any>
 #include <cstdint>
@@ -14,6 +15,8 @@
 namespace locosim {
 
 class Section;
+class Policy;
+struct PolicyContext;
 
 struct PolicySpec {
   std::string name;    // the policy ("diloco")
@@ -42,6 +45,7 @@ std::optional<std::pair<std::string, int64_t>> sync_period(const PolicySpec& spe
 // same values on any platform, so a sweep may re-time their runs (cli/run.hpp).
 bool reads_clock(const PolicySpec& spec);
 
+// The policy of one worker (policies.cpp; the only function here that needs LibTorch).
 std::unique_ptr<Policy> make_policy(const PolicySpec& spec, PolicyContext ctx);
 
 }  // namespace locosim

@@ -1,37 +1,18 @@
-// The list of registered policies: one line per policy (its entry is in its own file).
+// The registry (policy_list.hpp) and a scenario's policy entries read through it. No LibTorch here.
 #include "algorithms/policy_registry.hpp"
 
-#include "algorithms/async_diloco.hpp"
-#include "algorithms/co2.hpp"
-#include "algorithms/ddp.hpp"
-#include "algorithms/demo.hpp"
-#include "algorithms/diloco.hpp"
-#include "algorithms/eager_diloco.hpp"
-#include "algorithms/fedavg.hpp"
-#include "algorithms/noloco.hpp"
-#include "algorithms/quorum_syncer.hpp"
-#include "algorithms/sparseloco.hpp"
-#include "algorithms/sparta.hpp"
-#include "algorithms/streaming_diloco.hpp"
+#include <stdexcept>
+
+#include "algorithms/policies.hpp"
+#include "algorithms/policy_list.hpp"
+#include "config/section.hpp"
 
 namespace locosim {
 
 const std::vector<PolicyEntry>& policy_registry() {
-  static const std::vector<PolicyEntry> entries = {
-      ddp_policy(),
-      diloco_policy(),
-      demo_policy(),
-      eager_diloco_policy(),
-      streaming_diloco_policy(),
-      co2_policy(),
-      fedavg_policy(),
-      async_diloco_policy(),
-      quorum_syncer_policy(),
-      noloco_policy(),
-      sparta_policy(),
-      sparta_diloco_policy(),
-      sparseloco_policy(),
-  };
+#define LOCOSIM_ENTRY(name) name##_policy(),
+  static const std::vector<PolicyEntry> entries = {LOCOSIM_POLICIES(LOCOSIM_ENTRY)};
+#undef LOCOSIM_ENTRY
   return entries;
 }
 
@@ -51,5 +32,37 @@ const PolicyEntry* find_policy(const std::string& name) {
   }
   return nullptr;
 }
+
+const PolicyEntry& PolicySpec::entry() const {
+  const PolicyEntry* e = find_policy(name);
+  if (!e) throw std::logic_error("policy '" + name + "' is not registered");
+  return *e;
+}
+
+const std::vector<std::string>& policy_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const PolicyEntry& e : policy_registry()) out.push_back(e.name);
+    return out;
+  }();
+  return names;
+}
+
+PolicySpec parse_policy(Section& s) {
+  PolicySpec spec;
+  spec.name = s.choice("name", policy_names());
+  spec.label = s.identifier("label", spec.name);
+  spec.config = spec.entry().parse(s);
+  s.finish();
+  return spec;
+}
+
+std::optional<std::pair<std::string, int64_t>> sync_period(const PolicySpec& spec) {
+  const std::optional<SyncPeriod> period = spec.entry().sync_period(spec.config);
+  if (!period) return std::nullopt;
+  return std::pair{period->key, period->steps};
+}
+
+bool reads_clock(const PolicySpec& spec) { return spec.entry().reads_clock(spec.config); }
 
 }  // namespace locosim

@@ -1,7 +1,9 @@
-// The registry of policies: one entry per policy, declared in the policy's own file (`<name>_policy()`,
-// listed once in policy_registry.cpp). An entry names the policy, parses its config, builds it for a
-// worker, and states its traits; every list of policies (the scenario's `name:` choices, the
-// cross-policy tests, the docs) is read from here.
+// The registry of policies: one entry per policy, declared in the policy's own header (`<name>_policy()`,
+// next to its Config) and listed once in policy_list.hpp. An entry names the policy, parses its config
+// and states its traits; every list of policies (the scenario's `name:` choices, the cross-policy
+// tests, the docs) is read from here. Nothing here needs LibTorch: the scenario loader (and its fuzzer)
+// reads every policy's keys without it. Building a policy is make_policy's (policies.hpp), from the
+// same list: `make_<name>` in the policy's .cpp.
 //
 // A policy declares its entry with policy_entry<Config>({.name = ..., ...}): each field of PolicyTraits
 // is Required, so an entry that leaves one out does not compile ("use of deleted function
@@ -10,14 +12,11 @@
 #include <any>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
-
-#include "algorithms/policy.hpp"
 
 namespace locosim {
 
@@ -57,8 +56,6 @@ struct PolicyTraits {
   // Whether what it trains (values, order) depends on the clock: then a sweep never re-times its runs
   // from another point's (cli/run.hpp), and its timing-only runs are not compared with full ones.
   Required<std::function<bool(const Config&)>> reads_clock;
-  // Builds the policy of one worker.
-  Required<std::function<std::unique_ptr<Policy>(const Config&, PolicyContext)>> make;
   // The collective its rounds use.
   Required<std::function<RoundCollective(const Config&)>> collective;
   // For the docs: what a returning worker gets, its rule when a collective fails, the bytes a worker
@@ -77,7 +74,6 @@ struct PolicyEntry {
   std::function<std::any(Section&)> parse;  // Config::parse: its keys, with their defaults
   std::function<std::optional<SyncPeriod>(const std::any&)> sync_period;
   std::function<bool(const std::any&)> reads_clock;
-  std::function<std::unique_ptr<Policy>(const std::any&, PolicyContext)> make;
   std::function<RoundCollective(const std::any&)> collective;
 };
 
@@ -85,18 +81,15 @@ template <class Config>
 PolicyEntry policy_entry(PolicyTraits<Config> t) {
   PolicyEntry e{std::move(t.name.value), std::move(t.paper.value), std::move(t.handover.value),
                 std::move(t.on_failed_collective.value), std::move(t.bytes_per_round.value),
-                std::move(t.example.value), {}, {}, {}, {}, {}};
+                std::move(t.example.value), {}, {}, {}, {}};
   e.parse = [](Section& s) { return std::any(Config::parse(s)); };
   e.sync_period = [f = std::move(t.sync_period.value)](const std::any& c) { return f(std::any_cast<const Config&>(c)); };
   e.reads_clock = [f = std::move(t.reads_clock.value)](const std::any& c) { return f(std::any_cast<const Config&>(c)); };
   e.collective = [f = std::move(t.collective.value)](const std::any& c) { return f(std::any_cast<const Config&>(c)); };
-  e.make = [f = std::move(t.make.value)](const std::any& c, PolicyContext ctx) {
-    return f(std::any_cast<const Config&>(c), std::move(ctx));
-  };
   return e;
 }
 
-// Every registered policy, in the order of policy_registry.cpp.
+// Every registered policy, in the order of policy_list.hpp.
 const std::vector<PolicyEntry>& policy_registry();
 
 // The entry named `name`; nullptr if none.

@@ -27,23 +27,9 @@
 #include <tuple>
 
 #include "algorithms/local_sgd.hpp"
-#include "algorithms/policy_registry.hpp"
-#include "config/section.hpp"
+#include "algorithms/policy.hpp"
 
 namespace locosim {
-
-QuorumSyncerConfig QuorumSyncerConfig::parse(Section& s) {
-  QuorumSyncerConfig c;
-  c.inner_steps = s.integer("inner_steps", c.inner_steps, Range::closed(1, kMaxSteps));
-  c.outer_lr = s.number("outer_lr", c.outer_lr, Range::open_closed(0, kMaxOuterLr));
-  c.outer_momentum = s.number("outer_momentum", c.outer_momentum, Range::closed_open(0, 1));
-  c.quorum = s.integer("quorum", c.quorum, Range::closed(0, 1 << 20));
-  c.grace_factor = s.number("grace_factor", c.grace_factor, Range::closed(0, 1000));
-  c.grace_max_s = s.number("grace_max_s", c.grace_max_s, Range::closed(0, 3.2e7));
-  c.wait_for_merge = s.flag("wait_for_merge", c.wait_for_merge);
-  c.wire = wire_format_from_name(s.choice("wire", wire_format_names(), wire_format_name(c.wire)));
-  return c;
-}
 
 namespace {
 
@@ -233,27 +219,6 @@ std::unique_ptr<ParameterServer> make_quorum_server(const QuorumSyncerConfig& cf
 
 std::unique_ptr<Policy> make_quorum_syncer(const QuorumSyncerConfig& cfg, PolicyContext ctx) {
   return std::make_unique<QuorumSyncer>(cfg, std::move(ctx));
-}
-
-PolicyEntry quorum_syncer_policy() {
-  return policy_entry<QuorumSyncerConfig>({
-      .name = "quorum_syncer",
-      .paper = "arXiv 2604.21428",
-      .sync_period = [](const QuorumSyncerConfig& c) -> std::optional<SyncPeriod> {
-        return SyncPeriod{"inner_steps", c.inner_steps};
-      },
-      // Which pushes share a window depends on when they arrive.
-      .reads_clock = [](const QuorumSyncerConfig&) { return true; },
-      .make = make_quorum_syncer,
-      .collective = [](const QuorumSyncerConfig&) { return RoundCollective::server; },
-      .handover = "none yet: a lost learner stays out",
-      .on_failed_collective =
-          "a failed push is not merged; the learner goes on from the model it last received and pushes again after its next H steps",
-      .bytes_per_round = "P · b up and P · 4 down per push, through the syncer",
-      // A quorum of both learners, each waiting for the merge: every window holds both pushes, merged
-      // in rank order, so what the learners train does not depend on which push lands first.
-      .example = "{name: quorum_syncer, inner_steps: 4, quorum: 2, wait_for_merge: true}",
-  });
 }
 
 }  // namespace locosim

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""A policy registered without one of its traits does not compile: registry_entry_compiles.cpp is
-compiled with the flags the build uses for algorithms/policies.cpp or its unity batch (compile_commands.json), once whole
-(it must compile: the check is not failing for another reason) and once without `reads_clock` (it must
-fail, naming the missing Required trait).
+"""A policy registered without one of its traits, or listed without its factory, does not compile:
+registry_entry_compiles.cpp is compiled with the flags the build uses for algorithms/policies.cpp or its
+unity batch (compile_commands.json), once whole (it must compile: the check is not failing for another
+reason), once without `reads_clock` (it must fail, naming the missing Required trait) and once without
+make_example (it must fail, naming it).
 
   registry_compile_test.py BUILD_DIR
 """
@@ -46,3 +47,10 @@ if "Required" not in missing.stderr or "deleted" not in missing.stderr:
     sys.exit(f"registry_compile_test: failed, but not on the missing trait:\n{missing.stderr[-3000:]}")
 first = next(l for l in missing.stderr.splitlines() if "error" in l)
 print(f"registry_compile_test: ok; without reads_clock the compiler says:\n{first}")
+unlisted = compile_("-DLIST_WITHOUT_FACTORY")
+if unlisted.returncode == 0:
+    sys.exit("registry_compile_test: a policy listed without make_example compiled")
+if "make_example" not in unlisted.stderr:
+    sys.exit(f"registry_compile_test: failed, but not on the missing factory:\n{unlisted.stderr[-3000:]}")
+first = next(l for l in unlisted.stderr.splitlines() if "error" in l)
+print(f"registry_compile_test: ok; listed without make_example the compiler says:\n{first}")

@@ -9,14 +9,10 @@
 #pragma once
 #include <cstdint>
 
+#include "algorithms/diloco.hpp"
 #include "algorithms/transport.hpp"
 
 namespace locosim {
-
-// How long a round lasts. `steps`: every worker does H inner steps (DiLoCo's rule; the fastest waits
-// for the slowest). `fastest`: as long as the fastest member's H steps, measured each round.
-// `seconds`: round_s.
-enum class DiLoCoRound { steps, fastest, seconds };
 
 class RoundClock {
  public:

@@ -3,19 +3,20 @@
 // quantized to 2 bits, is sent (all-gathered) and averaged. Defaults as the authors' deployed code
 // (tplr-ai/templar hparams/hparams.json): H 30, β 0.95, α 1, 64 of each 64×64 block (1.56%), 4 levels.
 #pragma once
-#include <torch/types.h>
-
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "algorithms/dct.hpp"
-#include "algorithms/policy.hpp"
+#include "algorithms/policy_registry.hpp"
+#include "algorithms/train_config.hpp"
+#include "config/section.hpp"
 
 namespace locosim {
 
-class Section;
+class Policy;
+struct PolicyContext;
 
 // How the kept values travel. q2: 2 bits each plus 4 fp32 levels per tensor (the paper's 2-bit
 // quantization, the levels as tplr's _quantize_values makes them). fp32: as they are (no quantization:
@@ -34,81 +35,41 @@ struct SparseLoCoConfig {
   static SparseLoCoConfig parse(Section& s);
 };
 
-// The 4 levels of 2-bit quantization of `kept` (1-D, fp32), as tplr's TopKCompressor._quantize_values
-// with 4 bins: shift = mean(v), c = v − shift, σ = ‖c‖/√(n−1), step = range·σ/4 (1 if that is 0 or not
-// finite), code = clamp(round(c/step + 2), 0, 3); level j = shift + the mean of the c coded j (shift if
-// none). The receiver sees levels[code].
-struct Quantized {
-  torch::Tensor codes;   // kLong, kept's shape, values 0..3
-  torch::Tensor levels;  // kFloat (4)
-};
-Quantized sparseloco_quantize(const torch::Tensor& kept, double quant_range);
-
-// Bits of one position within a chunk of n values: ⌈log2 n⌉ (4096 → 12, as tplr packs them).
-int sparseloco_index_bits(int64_t chunk_numel);
-
-// Exact wire bytes of one tensor's payload, with k' = min(k, n), n = chunk_numel, C chunks:
-//   q2:   ⌈C·k'·b_idx / 8⌉ + ⌈C·k'·2 / 8⌉ + 16      (indices, 2-bit codes, 4 fp32 levels)
-//   fp32: ⌈C·k'·b_idx / 8⌉ + C·k'·4
-// b_idx = sparseloco_index_bits(n), 0 when k' = n (every value is sent in order: no positions).
-double sparseloco_tensor_bytes(int64_t chunks, int64_t chunk_numel, int64_t k, SparseLoCoValues values);
-
-// Bytes one worker uploads per round for parameters of these shapes (chunked as chunk_layout(shape, s)),
-// before Wire::scale: the sum of sparseloco_tensor_bytes over the tensors.
-double sparseloco_payload_bytes(const SparseLoCoConfig& cfg, const std::vector<std::vector<int64_t>>& shapes);
-
-// The codec of one tensor: chunked top-k of |x|, quantized, bit-packed. The payload is three tensors
-// (packed positions kByte, packed codes kByte or fp32 values, levels kFloat (4) or (0)) whose nbytes sum
-// to bytes(). On the meta device encode returns tensors of those sizes and does no arithmetic.
-class SparseLoCoCodec {
- public:
-  SparseLoCoCodec(const std::vector<int64_t>& shape, const SparseLoCoConfig& cfg);
-
-  const ChunkLayout& layout() const { return layout_; }
-  int64_t k() const { return k_; }
-  double bytes() const { return sparseloco_tensor_bytes(layout_.chunks(), layout_.chunk_numel(), k_, values_); }
-
-  // x (the tensor's shape) → its payload.
-  std::vector<torch::Tensor> encode(const torch::Tensor& x) const;
-  // The payload at wire[first .. first+2] → what it carries, in the tensor's shape (zeros elsewhere), fp32.
-  torch::Tensor decode(const std::vector<torch::Tensor>& wire, size_t first = 0) const;
-
- private:
-  ChunkLayout layout_;
-  int64_t k_;
-  int index_bits_;  // 0 when every value is sent
-  SparseLoCoValues values_;
-  double quant_range_;
-};
-
-// One replica's error feedback over its tensors: push(Δ) does e ← β·e + Δ and encodes e; commit(sent)
-// then does e ← e − sent, sent being what the payload decodes to (the receivers' view, rounding
-// included). Nothing is lost: e_t = (β·e_{t−1} + Δ_t) − sent_t as fp32 computes it; with β = 1,
-// Σ sent + e = Σ Δ. A round given up is not committed: what it would have sent stays in e.
-class ErrorFeedback {
- public:
-  ErrorFeedback(const std::vector<torch::Tensor>& like, const SparseLoCoConfig& cfg);
-
-  // e ← β·e + Δ; appends each tensor's payload to `wire` and returns what it sends (the payloads
-  // decoded, in the tensors' shapes).
-  std::vector<torch::Tensor> push(const std::vector<torch::Tensor>& delta, std::vector<torch::Tensor>& wire);
-  // e ← e − sent: the round's payloads arrived.
-  void commit(const std::vector<torch::Tensor>& sent);
-  const std::vector<torch::Tensor>& buffer() const { return e_; }
-  void clear();
-  const std::vector<SparseLoCoCodec>& codecs() const { return codecs_; }
-  double bytes() const;
-
- private:
-  double decay_;
-  std::vector<SparseLoCoCodec> codecs_;
-  std::vector<torch::Tensor> e_;
-};
-
 std::unique_ptr<Policy> make_sparseloco(const SparseLoCoConfig& cfg, PolicyContext ctx);
 
-// Its registry entry (algorithms/policy_registry.hpp).
-struct PolicyEntry;
-PolicyEntry sparseloco_policy();
+// Its keys in a scenario's policies: entry, each checked; absent keys keep the defaults above.
+inline SparseLoCoConfig SparseLoCoConfig::parse(Section& s) {
+  SparseLoCoConfig c;
+  c.inner_steps = s.integer("inner_steps", c.inner_steps, Range::closed(1, kMaxSteps));
+  c.outer_lr = s.number("outer_lr", c.outer_lr, Range::open_closed(0, kMaxOuterLr));
+  c.decay = s.number("decay", c.decay, Range::closed(0, 1));
+  c.topk = s.integer("topk", c.topk, Range::at_least(1));  // <= chunk², checked below
+  c.chunk = s.integer("chunk", c.chunk, Range::closed(1, 16384));
+  c.quant_range = s.number("quant_range", c.quant_range, Range::open_closed(0, 1000));
+  if (s.choice("values", {"q2", "fp32"}, "q2") == "fp32") c.values = SparseLoCoValues::fp32;
+  if (c.topk > c.chunk * c.chunk) {
+    s.fail("topk", "must be <= chunk² = " + std::to_string(c.chunk * c.chunk) +
+                       " (the values of one chunk), got " + std::to_string(c.topk));
+  }
+  return c;
+}
+
+// Its registry entry (policy_registry.hpp), listed in policy_list.hpp.
+inline PolicyEntry sparseloco_policy() {
+  return policy_entry<SparseLoCoConfig>({
+      .name = "sparseloco",
+      .paper = "arXiv 2508.15706; code: tplr-ai/templar",
+      .sync_period = [](const SparseLoCoConfig& c) -> std::optional<SyncPeriod> { return SyncPeriod{"inner_steps", c.inner_steps}; },
+      .reads_clock = [](const SparseLoCoConfig&) { return false; },
+      .collective = [](const SparseLoCoConfig&) { return RoundCollective::all_gather; },
+      .handover = "at the end of a round: the outer parameters and the inner optimizer; the error feedback starts at 0",
+      .on_failed_collective = "redo the all-gather among the survivors, up to 3 attempts, and average what they sent; "
+                              "then the round is aborted: θ unchanged, the unsent update stays in each error feedback, "
+                              "every member restarts from θ",
+      .bytes_per_round = "an all-gather of Σ_t ⌈C_t·k·b_idx/8⌉ + ⌈C_t·k/4⌉ + 16 bytes every H steps "
+                         "(C_t chunks of tensor t, b_idx = ⌈log2 s²⌉ bits; at k 64, s 64: 14 bits per 64 of 4096 values, about 0.7% of P·4)",
+      .example = "{name: sparseloco, inner_steps: 4, topk: 8, chunk: 16}",
+  });
+}
 
 }  // namespace locosim

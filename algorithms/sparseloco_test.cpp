@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "algorithms/policy_test_util.hpp"
-#include "algorithms/sparseloco.hpp"
+#include "algorithms/sparseloco_codec.hpp"
 #include "tests/doctest_torch.hpp"
 
 using namespace locosim;

@@ -6,13 +6,18 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
-#include "algorithms/policy.hpp"
+#include "algorithms/policy_registry.hpp"
+#include "algorithms/train_config.hpp"
+#include "algorithms/wire_format.hpp"
+#include "config/section.hpp"
 
 namespace locosim {
 
-class Section;
+class Policy;
+struct PolicyContext;
 
 struct SpartaConfig {
   double p = 0.005;   // p_sparta: the fraction of each tensor's values averaged every step
@@ -43,9 +48,57 @@ std::vector<int64_t> sparta_indices(uint64_t seed, int64_t step, size_t tensor, 
 std::unique_ptr<Policy> make_sparta(const SpartaConfig& cfg, PolicyContext ctx);
 std::unique_ptr<Policy> make_sparta_diloco(const SpartaDiLoCoConfig& cfg, PolicyContext ctx);
 
-// Their registry entries (algorithms/policy_registry.hpp).
-struct PolicyEntry;
-PolicyEntry sparta_policy();
-PolicyEntry sparta_diloco_policy();
+// Its keys in a scenario's policies: entry, each checked; absent keys keep the defaults above.
+inline SpartaConfig SpartaConfig::parse(Section& s) {
+  SpartaConfig c;
+  c.p = s.number("p", c.p, Range::open_closed(0, 1));
+  c.seed = s.unsigned_integer("seed", c.seed);
+  c.wire = wire_format_from_name(s.choice("wire", wire_format_names(), wire_format_name(c.wire)));
+  return c;
+}
+
+// Its keys in a scenario's policies: entry, each checked; absent keys keep the defaults above.
+inline SpartaDiLoCoConfig SpartaDiLoCoConfig::parse(Section& s) {
+  SpartaDiLoCoConfig c;
+  c.sparta = SpartaConfig::parse(s);
+  c.inner_steps = s.integer("inner_steps", c.inner_steps, Range::closed(1, kMaxSteps));
+  c.outer_lr = s.number("outer_lr", c.outer_lr, Range::open_closed(0, kMaxOuterLr));
+  c.outer_momentum = s.number("outer_momentum", c.outer_momentum, Range::closed_open(0, 1));
+  return c;
+}
+
+// Its registry entry (policy_registry.hpp), listed in policy_list.hpp.
+inline PolicyEntry sparta_policy() {
+  return policy_entry<SpartaConfig>({
+      .name = "sparta",
+      .paper = "EXO Gym's sparta strategy (exo-explore/gym, exogym/strategy/sparta.py)",
+      .sync_period = [](const SpartaConfig&) -> std::optional<SyncPeriod> { return std::nullopt; },
+      .reads_clock = [](const SpartaConfig&) { return false; },
+      .collective = [](const SpartaConfig&) { return RoundCollective::all_reduce; },
+      .handover = "after any step: a peer's parameters and inner optimizer",
+      .on_failed_collective = "redo the all-reduce among the survivors, up to 3 attempts; then the step's averaging is "
+                              "skipped: members keep their own values",
+      .bytes_per_round = "2(K−1)/K · Σ_t k_t · b every step, k_t = ⌊p·n_t⌋ or ⌈p·n_t⌉ (mean p·P)",
+      .example = "{name: sparta, p: 0.05}",
+  });
+}
+
+// Its registry entry (policy_registry.hpp), listed in policy_list.hpp.
+inline PolicyEntry sparta_diloco_policy() {
+  return policy_entry<SpartaDiLoCoConfig>({
+      .name = "sparta_diloco",
+      .paper = "EXO Gym's sparta_diloco strategy (exo-explore/gym, exogym/strategy/sparta_diloco.py)",
+      // It communicates every step (SPARTA); H is its outer step's period only.
+      .sync_period = [](const SpartaDiLoCoConfig&) -> std::optional<SyncPeriod> { return std::nullopt; },
+      .reads_clock = [](const SpartaDiLoCoConfig&) { return false; },
+      .collective = [](const SpartaDiLoCoConfig&) { return RoundCollective::all_reduce; },
+      .handover = "after any step: a peer's parameters and inner optimizer, the outer parameters and momentum",
+      .on_failed_collective = "redo each all-reduce among the survivors, up to 3 attempts; then SPARTA's averaging is "
+                              "skipped (members keep their own values), an outer round aborted (every member restarts "
+                              "from the outer parameters)",
+      .bytes_per_round = "2(K−1)/K · Σ_t k_t · b every step, plus 2(K−1)/K · P · b every H steps",
+      .example = "{name: sparta_diloco, p: 0.05, inner_steps: 4}",
+  });
+}
 
 }  // namespace locosim

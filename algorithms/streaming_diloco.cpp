@@ -19,35 +19,9 @@
 #include <string>
 
 #include "algorithms/local_sgd.hpp"
-#include "algorithms/policy_registry.hpp"
-#include "config/section.hpp"
+#include "algorithms/policy.hpp"
 
 namespace locosim {
-
-StreamingDiLoCoConfig StreamingDiLoCoConfig::parse(Section& s) {
-  StreamingDiLoCoConfig c;
-  c.inner_steps = s.integer("inner_steps", c.inner_steps, Range::closed(1, kMaxSteps));
-  // At most one fragment per transformer block of the largest model (model.n_layers <= 512).
-  c.fragments = s.integer("fragments", c.fragments, Range::closed(1, 512));
-  c.sync_delay = s.integer("sync_delay", c.sync_delay, Range::non_negative());  // < H/F, checked below
-  c.merge_alpha = s.number("merge_alpha", c.merge_alpha, Range::closed(0, 1));
-  c.outer_lr = s.number("outer_lr", c.outer_lr, Range::open_closed(0, kMaxOuterLr));
-  c.outer_momentum = s.number("outer_momentum", c.outer_momentum, Range::closed_open(0, 1));
-  c.nesterov = s.flag("nesterov", c.nesterov);
-  c.wire = wire_format_from_name(s.choice("wire", wire_format_names(), wire_format_name(c.wire)));
-  // torchft's constraints: one fragment in flight at a time, each synced once per H steps.
-  if (c.inner_steps % c.fragments != 0) {
-    s.fail("fragments", "must divide inner_steps (" + std::to_string(c.inner_steps) + "), got " +
-                            std::to_string(c.fragments));
-  }
-  const int64_t spacing = c.inner_steps / c.fragments;
-  if (c.sync_delay >= spacing) {
-    s.fail("sync_delay", "must be < inner_steps/fragments = " + std::to_string(spacing) +
-                             " (a fragment is applied before the next one starts), got " +
-                             std::to_string(c.sync_delay));
-  }
-  return c;
-}
 
 int64_t transformer_blocks(const std::vector<torch::Tensor>& params) {
   const int64_t inner = static_cast<int64_t>(params.size()) - 2;  // without embedding and final norm
@@ -171,24 +145,6 @@ class StreamingDiLoCo : public Policy {
 
 std::unique_ptr<Policy> make_streaming_diloco(const StreamingDiLoCoConfig& cfg, PolicyContext ctx) {
   return std::make_unique<StreamingDiLoCo>(cfg, std::move(ctx));
-}
-
-PolicyEntry streaming_diloco_policy() {
-  return policy_entry<StreamingDiLoCoConfig>({
-      .name = "streaming_diloco",
-      .paper = "arXiv 2501.18512",
-      // Every fragment is synced once per H steps; fragment 0 first at step H.
-      .sync_period = [](const StreamingDiLoCoConfig& c) -> std::optional<SyncPeriod> {
-        return SyncPeriod{"inner_steps", c.inner_steps};
-      },
-      .reads_clock = [](const StreamingDiLoCoConfig&) { return false; },
-      .make = make_streaming_diloco,
-      .collective = [](const StreamingDiLoCoConfig&) { return RoundCollective::all_reduce; },
-      .handover = "none: a fragment's sync is always in flight, so a lost worker stays out",
-      .on_failed_collective = "the fragment's failed sync is skipped, not redone",
-      .bytes_per_round = "2(K−1)/K · (P/F) · b per fragment sync, every H/F steps",
-      .example = "{name: streaming_diloco, inner_steps: 4, fragments: 2, sync_delay: 1}",
-  });
 }
 
 }  // namespace locosim

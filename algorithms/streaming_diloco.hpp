@@ -2,13 +2,19 @@
 // fragment, each fragment's all-reduce overlapping τ inner steps, on a 4-bit wire.
 #pragma once
 #include <memory>
+#include <optional>
 #include <vector>
 
-#include "algorithms/policy.hpp"
+#include "algorithms/policy_registry.hpp"
+#include "algorithms/tensor_fwd.hpp"
+#include "algorithms/train_config.hpp"
+#include "algorithms/wire_format.hpp"
+#include "config/section.hpp"
 
 namespace locosim {
 
-class Section;
+class Policy;
+struct PolicyContext;
 
 struct StreamingDiLoCoConfig {
   int64_t inner_steps = 100;            // H: steps between two syncs of the same fragment (the paper's H=100)
@@ -37,8 +43,48 @@ std::vector<std::vector<size_t>> strided_fragments(const std::vector<torch::Tens
 
 std::unique_ptr<Policy> make_streaming_diloco(const StreamingDiLoCoConfig& cfg, PolicyContext ctx);
 
-// Its registry entry (algorithms/policy_registry.hpp).
-struct PolicyEntry;
-PolicyEntry streaming_diloco_policy();
+// Its keys in a scenario's policies: entry, each checked; absent keys keep the defaults above.
+inline StreamingDiLoCoConfig StreamingDiLoCoConfig::parse(Section& s) {
+  StreamingDiLoCoConfig c;
+  c.inner_steps = s.integer("inner_steps", c.inner_steps, Range::closed(1, kMaxSteps));
+  // At most one fragment per transformer block of the largest model (model.n_layers <= 512).
+  c.fragments = s.integer("fragments", c.fragments, Range::closed(1, 512));
+  c.sync_delay = s.integer("sync_delay", c.sync_delay, Range::non_negative());  // < H/F, checked below
+  c.merge_alpha = s.number("merge_alpha", c.merge_alpha, Range::closed(0, 1));
+  c.outer_lr = s.number("outer_lr", c.outer_lr, Range::open_closed(0, kMaxOuterLr));
+  c.outer_momentum = s.number("outer_momentum", c.outer_momentum, Range::closed_open(0, 1));
+  c.nesterov = s.flag("nesterov", c.nesterov);
+  c.wire = wire_format_from_name(s.choice("wire", wire_format_names(), wire_format_name(c.wire)));
+  // torchft's constraints: one fragment in flight at a time, each synced once per H steps.
+  if (c.inner_steps % c.fragments != 0) {
+    s.fail("fragments", "must divide inner_steps (" + std::to_string(c.inner_steps) + "), got " +
+                            std::to_string(c.fragments));
+  }
+  const int64_t spacing = c.inner_steps / c.fragments;
+  if (c.sync_delay >= spacing) {
+    s.fail("sync_delay", "must be < inner_steps/fragments = " + std::to_string(spacing) +
+                             " (a fragment is applied before the next one starts), got " +
+                             std::to_string(c.sync_delay));
+  }
+  return c;
+}
+
+// Its registry entry (policy_registry.hpp), listed in policy_list.hpp.
+inline PolicyEntry streaming_diloco_policy() {
+  return policy_entry<StreamingDiLoCoConfig>({
+      .name = "streaming_diloco",
+      .paper = "arXiv 2501.18512",
+      // Every fragment is synced once per H steps; fragment 0 first at step H.
+      .sync_period = [](const StreamingDiLoCoConfig& c) -> std::optional<SyncPeriod> {
+        return SyncPeriod{"inner_steps", c.inner_steps};
+      },
+      .reads_clock = [](const StreamingDiLoCoConfig&) { return false; },
+      .collective = [](const StreamingDiLoCoConfig&) { return RoundCollective::all_reduce; },
+      .handover = "none: a fragment's sync is always in flight, so a lost worker stays out",
+      .on_failed_collective = "the fragment's failed sync is skipped, not redone",
+      .bytes_per_round = "2(K−1)/K · (P/F) · b per fragment sync, every H/F steps",
+      .example = "{name: streaming_diloco, inner_steps: 4, fragments: 2, sync_delay: 1}",
+  });
+}
 
 }  // namespace locosim

@@ -9,30 +9,8 @@
 #include <limits>
 
 #include "algorithms/torch_time.hpp"
-#include "config/section.hpp"
 
 namespace locosim {
-
-TrainConfig TrainConfig::parse(Section& s) {
-  TrainConfig c;
-  c.steps = s.integer("steps", c.steps, Range::closed(1, kMaxSteps));
-  // Sequences per worker per step, trained for real: a larger batch is priced with timing.tokens_per_step.
-  c.batch_size = s.integer("batch_size", c.batch_size, Range::closed(1, 65536));
-  c.eval_every = s.integer("eval_every", c.eval_every, Range::closed(1, kMaxSteps));
-  // Each evaluation runs this many batches for real (uncharged): 10000 is already hours on a CPU.
-  c.eval_batches = s.integer("eval_batches", c.eval_batches, Range::closed(1, 10000));
-  // Cross-entropy over 256 byte tokens starts near ln 256 ≈ 5.5; a target above 100 means nothing.
-  if (s.has("target_loss")) c.target_loss = s.number("target_loss", std::nullopt, Range::open_closed(0, 100));
-  Section opt = s.child("optimizer", /*optional=*/true);
-  c.optimizer = OptimizerConfig::parse(opt);
-  if (c.optimizer.warmup_steps >= c.steps) {
-    opt.fail("warmup_steps", "must be < train.steps (" + std::to_string(c.steps) + "), got " +
-                                 std::to_string(c.optimizer.warmup_steps) +
-                                 ": the learning rate would never reach its peak");
-  }
-  s.finish();
-  return c;
-}
 
 double evaluate(TinyLlama& model, const Corpus& corpus, int64_t batches, int64_t batch_size, Split split) {
   TorchTimer timer(torch_time().eval_ns);

@@ -8,23 +8,11 @@
 #include "algorithms/optim.hpp"
 #include "algorithms/policy.hpp"
 #include "algorithms/recorder.hpp"
+#include "algorithms/train_config.hpp"
 #include "models/corpus.hpp"
 #include "models/llama.hpp"
 
 namespace locosim {
-
-class Section;
-
-struct TrainConfig {
-  int64_t steps = 200;                 // optimizer steps per worker
-  int64_t batch_size = 8;              // sequences per worker per step
-  int64_t eval_every = 50;             // steps between evaluations (and always after the last step)
-  int64_t eval_batches = 4;            // batches of the eval split per evaluation
-  std::optional<double> target_loss;   // eval loss for the "time to target" column
-  OptimizerConfig optimizer;           // the inner optimizer of every policy
-
-  static TrainConfig parse(Section& s);
-};
 
 // Mean cross-entropy of `model` on the first `batches` batches of a held-out split (no gradients, no
 // time charged).

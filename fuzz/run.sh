@@ -29,11 +29,11 @@ while (($#)); do
   esac
 done
 case "$target" in
-  locosim_fuzz) build=${build:-$repo/build/fuzz/clang}; loader=ON ;;
-  # Its own folder, configured without LibTorch: it builds in about a minute.
-  world_fuzz) build=${build:-$repo/build/fuzz/world}; loader=OFF ;;
-  # The real backend's peer parsers (no LibTorch): seconds to build, thousands of inputs a second.
-  relay_fuzz | store_fuzz) build=${build:-$repo/build/fuzz/wire}; loader=OFF ;;
+  # None links LibTorch: each builds in a minute or two, in a folder of its own.
+  locosim_fuzz) build=${build:-$repo/build/fuzz/clang} ;;
+  world_fuzz) build=${build:-$repo/build/fuzz/world} ;;
+  # The real backend's peer parsers: seconds to build, thousands of inputs a second.
+  relay_fuzz | store_fuzz) build=${build:-$repo/build/fuzz/wire} ;;
   *) echo "fuzz/run.sh: --target must be locosim_fuzz, world_fuzz, relay_fuzz or store_fuzz, got '$target'" >&2; exit 2 ;;
 esac
 cxx=${FUZZ_CXX:-clang++}
@@ -49,7 +49,7 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
   printf 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }\n' >"$build/probe.cpp"
   "$cxx" -fsanitize=fuzzer,address,undefined "$build/probe.cpp" -o "$build/probe" 2>"$build/probe.log" ||
     skip "$cxx cannot link -fsanitize=fuzzer,address,undefined (see $build/probe.log)"
-  cmake -S "$repo/fuzz" -B "$build" -DCMAKE_CXX_COMPILER="$cxx" -DLOCOSIM_FUZZ_LOADER=$loader >/dev/null
+  cmake -S "$repo/fuzz" -B "$build" -DCMAKE_CXX_COMPILER="$cxx" >/dev/null
 fi
 start=$SECONDS
 if ! cmake --build "$build" --target "$target" -j "${JOBS:-$(nproc)}" >"$build/build.log" 2>&1; then

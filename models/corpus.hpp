@@ -8,12 +8,9 @@
 #include <random>
 #include <string>
 
-namespace locosim {
+#include "models/corpus_config.hpp"
 
-// How the train split is divided among K workers.
-//   iid:     cut into blocks of seq_len+1 tokens; worker r gets blocks r, r+K, r+2K, ...
-//   non_iid: worker r gets the r-th contiguous 1/K of the split (different parts of the text).
-enum class ShardMode { iid, non_iid };
+namespace locosim {
 
 struct Batch {
   torch::Tensor x_BT;  // int64 (B, T): input tokens
@@ -48,14 +45,6 @@ class Corpus {
   torch::Tensor eval_N_;
   int64_t size_bytes_;
 };
-
-// The largest corpus: its tokens are held as int64, 8 bytes per byte of text.
-constexpr uintmax_t kMaxCorpusBytes = uintmax_t(1) << 30;
-
-// Checks that a file can serve as a corpus without loading torch: "" if fine, else why not
-// ("does not exist", "is not a regular file ...", "is N bytes, more than the 1 GiB ...", "cannot be read",
-// "is empty", "is not valid UTF-8 (first bad byte at offset N)"). A FIFO or device is never opened.
-std::string corpus_file_problem(const std::string& path);
 
 // One worker's slice of the train split; draws batches from its own RNG, so the sequence of batches
 // depends only on the constructor's arguments (bit-identical across runs and platforms).

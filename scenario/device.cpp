@@ -11,25 +11,6 @@
 
 namespace locosim {
 
-namespace {
-
-constexpr int kMaxDeviceIndex = 63;
-
-// The N of "cuda:N"; -1 for "cuda".
-int cuda_index(const std::string& name) { return name == "cuda" ? -1 : std::stoi(name.substr(5)); }
-
-}  // namespace
-
-bool valid_device_name(const std::string& name) {
-  if (name == "cpu" || name == "cuda") return true;
-  if (name.rfind("cuda:", 0) != 0 || name.size() < 6 || name.size() > 7) return false;
-  for (size_t i = 5; i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9') return false;
-  }
-  if (name.size() == 7 && name[5] == '0') return false;  // "cuda:07"
-  return cuda_index(name) <= kMaxDeviceIndex;
-}
-
 torch::Device training_device(const Scenario& scenario, int local_rank) {
   if (scenario.device == "cpu") return torch::kCPU;
   const auto fail = [&](const std::string& message) {
@@ -43,7 +24,7 @@ torch::Device training_device(const Scenario& scenario, int local_rank) {
          "against a LibTorch with CUDA: cmake -S . -B build -DTorch_DIR=<libtorch>/share/cmake/Torch "
          "(README, \"Training on a GPU\"), or set runtime.device: cpu");
   }
-  int index = cuda_index(scenario.device);
+  int index = cuda_device_index(scenario.device);
   if (index < 0) index = local_rank % visible;
   if (index >= visible) {
     fail(scenario.device + ": this machine shows " + std::to_string(visible) + " GPU" + (visible == 1 ? "" : "s") +

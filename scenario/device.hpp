@@ -12,9 +12,6 @@ namespace locosim {
 
 struct Scenario;
 
-// cpu, cuda, or cuda:N with N in 0..63.
-bool valid_device_name(const std::string& name);
-
 // The device this process trains on. `cuda` is GPU local_rank modulo the GPUs visible (a rank per GPU
 // on a node); `cuda:N` is GPU N. Throws ConfigError at runtime.device's line when this LibTorch cannot
 // use that GPU (built without CUDA, no GPU visible, too few GPUs). On a GPU it also asks LibTorch for

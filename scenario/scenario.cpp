@@ -27,8 +27,6 @@
 // before anything runs and runs into runs/<name>/<point>/<policy>/, with one runs/<name>/summary.csv.
 #include "scenario/scenario.hpp"
 
-#include "scenario/device.hpp"
-
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -329,18 +327,16 @@ Scenario load_scenario_text(const std::string& yaml, const std::string& path, co
   return read_scenario(top, path, platform_overrides);
 }
 
-double flops_per_step(const Scenario& s, const TinyLlamaImpl& model) {
-  double tokens = s.timing.tokens_per_step.value_or(static_cast<double>(s.train.batch_size * s.model.seq_len));
-  double size_factor = s.timing.params ? *s.timing.params / static_cast<double>(model.num_params()) : 1.0;
-  // Muon's Newton-Schulz iterations cost per matrix, not per token: on a target model of the proxy's
-  // shape scaled in width by k (params by k²), each matrix's n²m-like cost grows by k³ = size_factor^1.5
-  // (docs/muon.md: an over-estimate by about sqrt(L_target/L_proxy) when the target is also deeper).
-  const double optimizer_flops = optimizer_flops_per_step(model.parameters(), s.train.optimizer);
-  return model.flops_per_token() * size_factor * tokens + optimizer_flops * std::pow(size_factor, 1.5);
+bool valid_device_name(const std::string& name) {
+  if (name == "cpu" || name == "cuda") return true;
+  if (name.rfind("cuda:", 0) != 0 || name.size() < 6 || name.size() > 7) return false;
+  for (size_t i = 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return false;
+  }
+  if (name.size() == 7 && name[5] == '0') return false;  // "cuda:07"
+  return cuda_device_index(name) <= kMaxDeviceIndex;
 }
 
-double wire_scale(const Scenario& s, const TinyLlamaImpl& model) {
-  return s.timing.params ? *s.timing.params / static_cast<double>(model.num_params()) : 1.0;
-}
+int cuda_device_index(const std::string& name) { return name == "cuda" ? -1 : std::stoi(name.substr(5)); }
 
 }  // namespace locosim

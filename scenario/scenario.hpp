@@ -1,5 +1,6 @@
 // A scenario: the platform, the data, the model, the training settings and the policies to compare
 // on identical data and initial weights. load_scenario validates all of it before anything runs.
+// No LibTorch here or in scenario.cpp: the loader (and its fuzzer) reads every key without it.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -7,14 +8,14 @@
 #include <vector>
 
 #include "algorithms/policies.hpp"
-#include "algorithms/train_loop.hpp"
+#include "algorithms/train_config.hpp"
 #include "config/error.hpp"
 #include "config/network_model.hpp"
 #include "config/platform.hpp"
 #include "config/section.hpp"
 #include "config/world.hpp"
-#include "models/corpus.hpp"
-#include "models/llama.hpp"
+#include "models/corpus_config.hpp"
+#include "models/llama_config.hpp"
 
 namespace locosim {
 
@@ -87,8 +88,10 @@ Scenario load_scenario_text(const std::string& yaml, const std::string& path, co
 // Where the default corpus lives ($LOCOSIM_CACHE, else $XDG_CACHE_HOME/locosim, else ~/.cache/locosim).
 std::string default_corpus_path();
 
-// FLOPs charged per step and the factor on wire bytes, after `timing`.
-double flops_per_step(const Scenario& s, const TinyLlamaImpl& model);
-double wire_scale(const Scenario& s, const TinyLlamaImpl& model);
+// runtime.device: cpu, cuda, or cuda:N with N in 0..kMaxDeviceIndex (scenario/device.hpp finds it).
+inline constexpr int kMaxDeviceIndex = 63;
+bool valid_device_name(const std::string& name);
+// The N of "cuda:N"; -1 for "cuda". REQUIRES: valid_device_name(name) and name != "cpu".
+int cuda_device_index(const std::string& name);
 
 }  // namespace locosim

@@ -25,7 +25,7 @@ class Transport;
 struct RunStart {
   Corpus corpus;
   TinyLlama initial;
-  double step_flops = 0;  // one forward+backward+optimizer step of the target model (scenario.hpp)
+  double step_flops = 0;  // one forward+backward+optimizer step of the target model (timing:)
   double wire_scale = 1;  // Wire::scale: the proxy's bytes priced as the target model's
 };
 RunStart start_run(const Scenario& scenario);
