@@ -11,6 +11,7 @@
 #include "algorithms/diloco.hpp"
 #include "algorithms/eager_diloco.hpp"
 #include "algorithms/fedavg.hpp"
+#include "algorithms/moshpit.hpp"
 #include "algorithms/noloco.hpp"
 #include "algorithms/quorum_syncer.hpp"
 #include "algorithms/sparseloco.hpp"
@@ -30,4 +31,5 @@
   X(noloco)                 \
   X(sparta)                 \
   X(sparta_diloco)          \
-  X(sparseloco)
+  X(sparseloco)             \
+  X(moshpit)
