@@ -17,46 +17,39 @@
 // bytes each way, on the routes between the group's hosts.
 #include "algorithms/moshpit.hpp"
 
-#include <algorithm>
-
 #include "algorithms/policy.hpp"
 
 namespace locosim {
 
-std::vector<std::vector<int>> moshpit_groups(int64_t round, int world_size, int64_t grid_dims, int64_t grid_size) {
+std::vector<int> moshpit_group(int64_t round, int rank, int world_size, int64_t grid_dims, int64_t grid_size) {
   int64_t side = grid_size;
   if (side == 0) {  // the smallest M with M^d >= K
-    side = 1;
     const auto cells = [&](int64_t m) {
       int64_t n = 1;
       for (int64_t a = 0; a < grid_dims && n < world_size; ++a) n *= m;
       return n;
     };
-    while (cells(side) < world_size) ++side;
+    for (side = 1; cells(side) < world_size;) ++side;
   }
   const int64_t axis = round % grid_dims;
-  // Rank r's coordinate on axis a: its a-th digit in base M; the last axis takes what is left.
-  const auto coordinate = [&](int64_t r, int64_t a) {
-    for (int64_t b = 0; b < a; ++b) r /= side;
-    return a + 1 < grid_dims ? r % side : r;
-  };
-  // Ranks agree on every axis but `axis`: their key is r with that coordinate taken out.
-  const auto key = [&](int64_t r) {
-    int64_t k = 0, weight = 1;
-    for (int64_t a = 0; a < grid_dims; ++a) {
-      if (a == axis) continue;
-      k += coordinate(r, a) * weight;
-      weight *= side;
-    }
-    return k;
-  };
-  std::vector<std::pair<int64_t, int>> keyed;
-  for (int r = 0; r < world_size; ++r) keyed.emplace_back(key(r), r);
-  std::sort(keyed.begin(), keyed.end());
+  const bool last = axis + 1 == grid_dims;  // the last axis is as long as the ranks need
+  int64_t stride = 1;                         // M^axis: one step along the axis
+  for (int64_t a = 0; a < axis; ++a) stride *= side;
+  // The row's first cell: rank's cell with its coordinate on the axis set to 0.
+  const int64_t coordinate = last ? rank / stride : rank / stride % side;
+  const int64_t first = rank - coordinate * stride;
+  std::vector<int> group;
+  for (int64_t c = 0; (last || c < side) && first + c * stride < world_size; ++c) {
+    group.push_back(static_cast<int>(first + c * stride));
+  }
+  return group;
+}
+
+std::vector<std::vector<int>> moshpit_groups(int64_t round, int world_size, int64_t grid_dims, int64_t grid_size) {
   std::vector<std::vector<int>> groups;
-  for (size_t i = 0; i < keyed.size(); ++i) {
-    if (i == 0 || keyed[i].first != keyed[i - 1].first) groups.emplace_back();
-    groups.back().push_back(keyed[i].second);
+  for (int r = 0; r < world_size; ++r) {
+    std::vector<int> group = moshpit_group(round, r, world_size, grid_dims, grid_size);
+    if (group.front() == r) groups.push_back(std::move(group));  // each row once, by its first rank
   }
   return groups;
 }
@@ -74,7 +67,8 @@ class Moshpit : public Policy {
     optimizer_step(*inner_, ctx_.params, ctx_.optimizer, step, ctx_.total_steps);
     if ((step + 1) % cfg_.inner_steps != 0) return Sync::none;
     const int64_t t = (step + 1) / cfg_.inner_steps - 1;
-    const std::vector<int> group = my_group(t);
+    const std::vector<int> group =
+        moshpit_group(t, ctx_.transport->rank(), ctx_.transport->world_size(), cfg_.grid_dims, cfg_.grid_size);
     std::vector<torch::Tensor> theta;  // views of θ_i: the group's mean is written back into the model
     for (const auto& p : ctx_.params) theta.push_back(p.detach());
     const Wire wire{cfg_.wire, ctx_.wire_scale};
@@ -96,13 +90,6 @@ class Moshpit : public Policy {
   }
 
  private:
-  std::vector<int> my_group(int64_t t) const {
-    const int rank = ctx_.transport->rank();
-    for (auto& g : moshpit_groups(t, ctx_.transport->world_size(), cfg_.grid_dims, cfg_.grid_size)) {
-      if (std::binary_search(g.begin(), g.end(), rank)) return g;
-    }
-    return {rank};  // unreachable: the groups cover every rank
-  }
 
   MoshpitConfig cfg_;
   PolicyContext ctx_;

@@ -35,6 +35,9 @@ struct MoshpitConfig {
 // coordinates agree on every axis but round mod d, each in rank order. Every worker computes the same.
 // grid_size 0 picks the smallest M with M^d >= world_size.
 std::vector<std::vector<int>> moshpit_groups(int64_t round, int world_size, int64_t grid_dims, int64_t grid_size);
+// The group of `rank` alone (its row along the round's axis), computed from its cell: what a worker
+// needs each round, without building every group.
+std::vector<int> moshpit_group(int64_t round, int rank, int world_size, int64_t grid_dims, int64_t grid_size);
 
 std::unique_ptr<Policy> make_moshpit(const MoshpitConfig& cfg, PolicyContext ctx);
 

@@ -23,11 +23,9 @@ std::unique_ptr<Policy> make_policy(const PolicySpec& spec, PolicyContext ctx) {
 #define LOCOSIM_FACTORY(name) erase_factory(make_##name),
   static const std::vector<Factory> factories = {LOCOSIM_POLICIES(LOCOSIM_FACTORY)};
 #undef LOCOSIM_FACTORY
-  const std::vector<PolicyEntry>& entries = policy_registry();
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (entries[i].name == spec.name) return factories[i](spec.config, std::move(ctx));
-  }
-  throw std::logic_error("policy '" + spec.name + "' is not registered");
+  // The factories are in the registry's order: the entry's place is the factory's.
+  const size_t index = static_cast<size_t>(&spec.entry() - policy_registry().data());
+  return factories[index](spec.config, std::move(ctx));
 }
 
 }  // namespace locosim

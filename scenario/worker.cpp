@@ -13,19 +13,20 @@
 namespace locosim {
 namespace {
 
-// FLOPs charged per step and the factor on wire bytes, after the scenario's `timing`.
+// The factor on wire bytes after the scenario's `timing`: the target's parameters over the proxy's.
+double wire_scale(const Scenario& s, const TinyLlamaImpl& model) {
+  return s.timing.params ? *s.timing.params / static_cast<double>(model.num_params()) : 1.0;
+}
+
+// FLOPs charged per step, after `timing`.
 double flops_per_step(const Scenario& s, const TinyLlamaImpl& model) {
   double tokens = s.timing.tokens_per_step.value_or(static_cast<double>(s.train.batch_size * s.model.seq_len));
-  double size_factor = s.timing.params ? *s.timing.params / static_cast<double>(model.num_params()) : 1.0;
+  const double size_factor = wire_scale(s, model);
   // Muon's Newton-Schulz iterations cost per matrix, not per token: on a target model of the proxy's
   // shape scaled in width by k (params by k²), each matrix's n²m-like cost grows by k³ = size_factor^1.5
   // (docs/muon.md: an over-estimate by about sqrt(L_target/L_proxy) when the target is also deeper).
   const double optimizer_flops = optimizer_flops_per_step(model.parameters(), s.train.optimizer);
   return model.flops_per_token() * size_factor * tokens + optimizer_flops * std::pow(size_factor, 1.5);
-}
-
-double wire_scale(const Scenario& s, const TinyLlamaImpl& model) {
-  return s.timing.params ? *s.timing.params / static_cast<double>(model.num_params()) : 1.0;
 }
 
 }  // namespace
