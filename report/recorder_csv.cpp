@@ -105,8 +105,11 @@ ExactLosses read_exact_losses_csv(const std::string& path) {
 }
 
 void write_events_csv(const Recorder& recorder, const std::string& path) {
+  // A total order: rows that tie on time come out the same whichever was recorded first (SimGrid may
+  // hand simultaneous completions to their actors in either order).
   const auto rows = sorted(recorder.events(), [](const EventRow& a, const EventRow& b) {
-    return std::tie(a.worker, a.start_s, a.end_s) < std::tie(b.worker, b.start_s, b.end_s);
+    return std::tie(a.worker, a.start_s, a.end_s, a.kind, a.peer, a.bytes) <
+           std::tie(b.worker, b.start_s, b.end_s, b.kind, b.peer, b.bytes);
   });
   OutputFile file(path);
   std::ostream& out = file.out();

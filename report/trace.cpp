@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <tuple>
 
 #include "report/output_file.hpp"
 
@@ -106,8 +107,10 @@ void write_trace_json(const Recorder& recorder, const std::vector<std::string>& 
   }
   for (auto& [key, spans] : tracks) {
     const auto [worker, family] = key;
+    // Longest first among spans that start together; then a total order, as events.csv's.
     std::stable_sort(spans.begin(), spans.end(), [](const EventRow* a, const EventRow* b) {
-      return a->start_s != b->start_s ? a->start_s < b->start_s : a->end_s > b->end_s;
+      return std::tuple(a->start_s, -a->end_s, a->kind, a->peer, a->bytes) <
+             std::tuple(b->start_s, -b->end_s, b->kind, b->peer, b->bytes);
     });
     const std::vector<int> lanes = assign_lanes(spans);
     const int lane_count = lanes.empty() ? 0 : *std::max_element(lanes.begin(), lanes.end()) + 1;

@@ -65,11 +65,12 @@ TEST_CASE("goldens: every registered policy's metrics.csv and events.csv on the 
   fs::remove_all(dir);
 }
 
-// The relay's send and recv rows that tie on (start, end) come out in the order SimGrid ends their
+// The relay's send and recv rows that tie on (start, end) are recorded in the order SimGrid ends their
 // comms, which follows the order its actors were scheduled in: a change to how collectives' sides are
-// started or woken (kept actors, batched simcalls) can reorder them without moving any time or byte.
-// Eight hosts of mixed-gpus.yaml's four speeds and links, the relay all-reducing (DiLoCo) and
-// all-gathering (DeMo), timing only: both files pinned as they are.
+// started or woken (kept actors, batched simcalls) reorders them without moving any time or byte. The
+// writers put rows in a total order (events.csv: worker, start, end, kind, peer, bytes), so the files
+// must not move. Eight hosts of mixed-gpus.yaml's four speeds and links, the relay all-reducing (DiLoCo)
+// and all-gathering (DeMo), timing only: both files pinned.
 TEST_CASE("goldens: relay-ties: tied relay rows of events.csv and trace.json on a heterogeneous relay keep their order") {
   const std::string dir = scratch_dir("goldens-relay-ties");
   write_corpus(dir + "/corpus.txt", 20000);
