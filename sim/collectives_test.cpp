@@ -10,6 +10,7 @@
 
 #include "config/section.hpp"
 #include "sim/platform.hpp"
+#include "sim/side_pool.hpp"
 #include "sim/sim_transport.hpp"
 #include "sim/sim_test_util.hpp"
 #include "tests/doctest_torch.hpp"
@@ -301,6 +302,56 @@ TEST_CASE("collectives: SimTransport dispatches on the choice, and the numbers d
   CHECK(bytes_of(recorder, EventKind::send, 1, 0) == doctest::Approx(4000.0 + gather_bytes));  // + the mesh's
   // Rank 1 sent to rank 2: 2(K-1) ring chunks of 1000 bytes, one mesh payload, K-1 ring all-gather payloads.
   CHECK(bytes_of(recorder, EventKind::send, 1, 2) == doctest::Approx(6 * 1000.0 + gather_bytes + 3 * gather_bytes));
+}
+
+TEST_CASE("collectives: kept side actors run side after side in the closed-form times, one actor a host, and let the run end") {
+  // SimWorld::sides (a world that never fails): each side goes to an idle kept actor of its host.
+  // Three relay all-reduces in a row, the second behind 3 s of compute (its sides end before the wait).
+  const int k = 3;
+  Sim sim(identical_hosts(k, 8, 8, 0, kRelay));  // 8 Mbps = 1 MB/s each way
+  Recorder recorder;
+  SidePool sides;
+  SimWorld world;
+  world.hosts = sim.platform.hosts;
+  world.recorder = &recorder;
+  world.relay = sim.platform.relay;
+  world.collectives.all_reduce = AllReduceAlgorithm::relay;
+  world.sides = &sides;
+  bool deadlock = false;
+  sg4::Engine::on_deadlock_cb([&] { deadlock = true; });
+  int side_actors = 0;
+  sg4::Actor::on_creation_cb([&](sg4::Actor& a) { side_actors += a.get_name().rfind("side-", 0) == 0; });
+  int done = 0;
+  std::vector<std::vector<double>> waited(k);
+  for (int r = 0; r < k; ++r) {
+    sg4::Actor::create("w" + std::to_string(r), sim.platform.hosts[r], [&, r] {
+      SimTransport t(world, r);
+      for (int round = 0; round < 3; ++round) {
+        std::vector<torch::Tensor> xs = {torch::full({250000}, static_cast<float>(r + 1))};  // 1 MB in fp32
+        Pending p = t.all_reduce_mean(xs, Wire{WireFormat::fp32, 1.0});
+        if (round == 1) t.compute(150e12, [] {});  // 3 s on a 50 TFLOP/s host
+        const double before = t.now_s();
+        CHECK(p.wait());
+        waited[r].push_back(t.now_s() - before);
+        CHECK(xs[0][0].item<float>() == doctest::Approx(2.0f));
+      }
+      if (++done == k) sides.close();
+    });
+  }
+  sim.engine.run();
+  CHECK(done == k);
+  CHECK_FALSE(deadlock);  // the kept actors ended with the last worker
+  // 3 collectives' 4 sides each, 12 actors made one per side: here one kept actor a worker's host and
+  // two for the relay, whose side ends with its last sends, as the next collective's first member arrives.
+  CHECK(side_actors == k + 2);
+  // S/up + 1 ms to the relay + S/down + 1 ms back, as with an actor per side.
+  for (int r = 0; r < k; ++r) {
+    REQUIRE(waited[r].size() == 3);
+    CHECK(waited[r][0] == doctest::Approx(2.002).epsilon(0.001));
+    CHECK(waited[r][1] == 0);
+    CHECK(waited[r][2] == doctest::Approx(2.002).epsilon(0.001));
+  }
+  CHECK(bytes_of(recorder, EventKind::recv, k) == doctest::Approx(3 * k * 1e6));
 }
 
 TEST_CASE("collectives: a worker left waiting on a collective nobody else joins says so when the engine stops") {

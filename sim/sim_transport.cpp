@@ -14,6 +14,7 @@
 
 #include "algorithms/torch_time.hpp"
 #include "sim/collectives.hpp"
+#include "sim/side_pool.hpp"
 #include "sim/step_pool.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -198,9 +199,12 @@ CollectiveFlows SimTransport::all_gather_flows(const Members& shared, double byt
 }
 
 // A side's flows run in a helper actor: a flow that fails (a cut link, a peer's host gone) fails
-// the whole collective, which stops every other side's flows too.
-static sg4::ActorPtr run_side(SimWorld& world, CollectiveId id, const std::string& name, sg4::Host* host,
-                              std::function<void(const std::string&)> side, uint64_t slot) {
+// the whole collective, which stops every other side's flows too. The helper is a kept one
+// (SimWorld::sides) or one of its own; the run to wait on is null for one of its own.
+static std::pair<sg4::ActorPtr, std::shared_ptr<SideRun>> run_side(SimWorld& world, CollectiveId id,
+                                                                  const std::string& name, sg4::Host* host,
+                                                                  std::function<void(const std::string&)> side,
+                                                                  uint64_t slot) {
   // A side only drives SimGrid comms, yet its stack is 64 MiB, on purpose: SimGrid 3.32's set_stacksize
   // takes KiB, and a stack above glibc's largest mmap threshold (32 MiB) is mapped for the side and
   // unmapped when it ends, its memory returned at once. A 64 KiB one comes from the heap, which the sides'
@@ -208,7 +212,7 @@ static sg4::ActorPtr run_side(SimWorld& world, CollectiveId id, const std::strin
   // more CPU (bench/README.md, 2026-11-26, later). The default 8 MiB would go the heap's way too, once
   // glibc's dynamic threshold has risen past it.
   constexpr unsigned kSideStackKiB = 64 * 1024;
-  sg4::ActorPtr actor = sg4::Actor::init(name, host)->set_stacksize(kSideStackKiB)->start([&world, id, side = std::move(side), slot] {
+  std::function<void()> job = [&world, id, side = std::move(side), slot] {
     try {
       side("slot-" + std::to_string(slot));
     } catch (const simgrid::Exception&) {  // NetworkFailureException, and comms cancelled under it
@@ -221,9 +225,15 @@ static sg4::ActorPtr run_side(SimWorld& world, CollectiveId id, const std::strin
       world.slot_sides_left.erase(left);
       world.free_slots.push_back(slot);
     }
-  });
-  world.in_flight[id].flows.push_back(actor->get_pid());
-  return actor;
+  };
+  std::pair<sg4::ActorPtr, std::shared_ptr<SideRun>> helper;
+  if (world.sides) {
+    helper = world.sides->run(host, std::move(job));
+  } else {
+    helper.first = sg4::Actor::init(name, host)->set_stacksize(kSideStackKiB)->start(std::move(job));
+  }
+  world.in_flight[id].flows.push_back(helper.first->get_pid());
+  return helper;
 }
 
 CollectiveId SimTransport::next_id(const std::vector<int>& group) {
@@ -281,8 +291,9 @@ CollectiveId SimTransport::start(const std::vector<int>& group, std::vector<torc
       run_side(world_, id, tag + "-relay", world_.relay, std::move(flows.relay_side), c.slot);
     }
   }
-  helpers_[id] = run_side(world_, id, tag + "-" + std::to_string(rank_), world_.hosts[rank_],
-                           std::move(flows.rank_side), c.slot);
+  auto [actor, run] = run_side(world_, id, tag + "-" + std::to_string(rank_), world_.hosts[rank_],
+                               std::move(flows.rank_side), c.slot);
+  helpers_[id] = {std::move(actor), std::move(run)};
   return id;
 }
 
@@ -292,7 +303,11 @@ bool SimTransport::finish(const CollectiveId& id, const std::function<void(SimCo
   waiting_since_s_ = start;
   waiting_for_ = id;
   if (auto helper = helpers_.find(id); helper != helpers_.end()) {
-    helper->second->join();
+    if (helper->second.run) {
+      SidePool::wait(helper->second.run);
+    } else {
+      helper->second.actor->join();
+    }
     helpers_.erase(helper);
   }
   SimCollective* c = &world_.in_flight.at(id);

@@ -51,6 +51,8 @@ struct SimCollective {
 };
 
 class StepPool;
+class SidePool;
+struct SideRun;
 
 // Thrown by SimTransport::push_pull when the worker's exchange with the server failed and cannot
 // succeed any more: the server already holds the run's work (it is done: the job is over), or the
@@ -81,6 +83,9 @@ struct SimWorld {
   // Where the workers' real steps run while their simulated compute goes on; null: in the actor,
   // before the simulated compute (sim/step_pool.hpp).
   StepPool* pool = nullptr;
+  // Actors kept for the run to carry the collectives' sides (sim/side_pool.hpp): on a world that never
+  // fails. Null: an actor made per side, which a failed collective can kill.
+  SidePool* sides = nullptr;
   std::map<CollectiveId, SimCollective> in_flight;
   // The mailboxes a collective's flows use are named by a slot, not by the collective: SimGrid 3.32
   // keeps every mailbox it ever made (about 1 KiB each), which at 4096 workers x 100 rounds was most of
@@ -199,7 +204,12 @@ class SimTransport : public Transport {
     double bytes;      // per rank
   };
   std::map<CollectiveId, Started> started_;  // what each collective in flight is
-  std::map<CollectiveId, simgrid::s4u::ActorPtr> helpers_;  // this rank's helper actor of each
+  // This rank's side of each collective in flight: its own actor (joined), or a run in a kept actor.
+  struct Helper {
+    simgrid::s4u::ActorPtr actor;
+    std::shared_ptr<SideRun> run;  // null: its own actor
+  };
+  std::map<CollectiveId, Helper> helpers_;
   // The key of this rank's next call among `group` (empty: the whole group's next sequence number).
   CollectiveId next_id(const std::vector<int>& group);
 };

@@ -16,6 +16,7 @@
 #include "sim/links.hpp"
 #include "sim/membership.hpp"
 #include "sim/platform.hpp"
+#include "sim/side_pool.hpp"
 #include "sim/sim_transport.hpp"
 #include "sim/step_pool.hpp"
 #include "sim/world.hpp"
@@ -129,6 +130,8 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   std::unique_ptr<StepPool> pool;  // finishes every step handed to it before it goes
   if (step_threads > 1 && !timing_only) pool = std::make_unique<StepPool>(step_threads);
   world.pool = pool.get();
+  SidePool sides;  // ends with the engine's run; only a world that never fails keeps its sides' actors
+  if (!world_can_fail(scenario.world)) world.sides = &sides;
   const int world_size = scenario.world_size();
   std::vector<SimWorker> workers(world_size);
   for (int rank = 0; rank < world_size; ++rank) {
@@ -156,6 +159,7 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   sg4::Host::on_state_change_cb([&membership](const sg4::Host& host) { membership.host_changed(host); });
 
   std::string failure;
+  int workers_returned = 0;
   for (int rank = 0; rank < world_size; ++rank) {
     sg4::ActorPtr actor = sg4::Actor::create("worker-" + std::to_string(rank), platform.hosts[rank], [&, rank] {
       try {
@@ -164,6 +168,7 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
         failure = "worker " + std::to_string(rank) + ": " + e.what();
         sg4::Actor::kill_all();  // the others would wait for this one's collectives forever
       }
+      if (++workers_returned == world_size) sides.close();  // the kept side actors may end now
     });
     actor->set_auto_restart(true);  // SimGrid starts it again when its host comes back on
   }
