@@ -97,6 +97,7 @@ bool SimTransport::exchange_failed() {
 // server's host off) is not retried: the worker's next round pushes again (exchange_failed).
 bool SimTransport::push_pull(const std::vector<torch::Tensor>& up, std::vector<torch::Tensor>& down,
                              const ServerExchange& exchange) {
+  start_deferred();
   const int server = world_.relay ? world_size() : 0;
   sg4::Host* server_host = world_.relay ? world_.relay : world_.hosts[0];
   Recorder* recorder = world_.recorder;

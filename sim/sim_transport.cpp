@@ -97,6 +97,7 @@ static void execute_here(double flops) {
 }
 
 void SimTransport::compute(double flops, const std::function<void()>& work) {
+  start_deferred();
   const double start = now_s();
   // The real step takes no simulated time: it runs first, or on the pool during the simulated compute.
   const std::function<void()> timed = [&] {
@@ -117,6 +118,7 @@ void SimTransport::rejoin(uint64_t next) {
   next_seq_ = next;
   started_.clear();
   helpers_.clear();
+  deferred_.clear();
   computing_since_s_ = waiting_since_s_ = -1;
   doing_ = nullptr;
 }
@@ -198,21 +200,11 @@ CollectiveFlows SimTransport::all_gather_flows(const Members& shared, double byt
   throw std::logic_error("SimTransport: unknown all-gather algorithm");
 }
 
-// A side's flows run in a helper actor: a flow that fails (a cut link, a peer's host gone) fails
-// the whole collective, which stops every other side's flows too. The helper is a kept one
-// (SimWorld::sides) or one of its own; the run to wait on is null for one of its own.
-static std::pair<sg4::ActorPtr, std::shared_ptr<SideRun>> run_side(SimWorld& world, CollectiveId id,
-                                                                  const std::string& name, sg4::Host* host,
-                                                                  std::function<void(const std::string&)> side,
-                                                                  uint64_t slot) {
-  // A side only drives SimGrid comms, yet its stack is 64 MiB, on purpose: SimGrid 3.32's set_stacksize
-  // takes KiB, and a stack above glibc's largest mmap threshold (32 MiB) is mapped for the side and
-  // unmapped when it ends, its memory returned at once. A 64 KiB one comes from the heap, which the sides'
-  // stacks then fragment: 4096 workers x 100 rounds (bench/scale.py, ring) took 835 -> 1572 MiB and 12%
-  // more CPU (bench/README.md, 2026-11-26, later). The default 8 MiB would go the heap's way too, once
-  // glibc's dynamic threshold has risen past it.
-  constexpr unsigned kSideStackKiB = 64 * 1024;
-  std::function<void()> job = [&world, id, side = std::move(side), slot] {
+// A side's flows, as a job for whichever actor runs them: a flow that fails (a cut link, a peer's host
+// gone) fails the whole collective, which stops every other side's flows too.
+static std::function<void()> side_job(SimWorld& world, CollectiveId id, std::function<void(const std::string&)> side,
+                                      uint64_t slot) {
+  return [&world, id, side = std::move(side), slot] {
     try {
       side("slot-" + std::to_string(slot));
     } catch (const simgrid::Exception&) {  // NetworkFailureException, and comms cancelled under it
@@ -226,14 +218,29 @@ static std::pair<sg4::ActorPtr, std::shared_ptr<SideRun>> run_side(SimWorld& wor
       world.free_slots.push_back(slot);
     }
   };
-  std::pair<sg4::ActorPtr, std::shared_ptr<SideRun>> helper;
-  if (world.sides) {
-    helper = world.sides->run(host, std::move(job));
-  } else {
-    helper.first = sg4::Actor::init(name, host)->set_stacksize(kSideStackKiB)->start(std::move(job));
+}
+
+// Runs `job` in a helper actor on `host`: a kept one (SimWorld::sides; the run to wait on) or one of its
+// own (a null run: join it).
+static std::pair<sg4::ActorPtr, std::shared_ptr<SideRun>> run_side(SimWorld& world, const std::string& name,
+                                                                  sg4::Host* host, std::function<void()> job) {
+  if (world.sides) return world.sides->run(host, std::move(job));
+  // A side only drives SimGrid comms, yet its stack is 64 MiB, on purpose: SimGrid 3.32's set_stacksize
+  // takes KiB, and a stack above glibc's largest mmap threshold (32 MiB) is mapped for the side and
+  // unmapped when it ends, its memory returned at once. A 64 KiB one comes from the heap, which the sides'
+  // stacks then fragment: 4096 workers x 100 rounds (bench/scale.py, ring) took 835 -> 1572 MiB and 12%
+  // more CPU (bench/README.md, 2026-11-26, later). The default 8 MiB would go the heap's way too, once
+  // glibc's dynamic threshold has risen past it.
+  constexpr unsigned kSideStackKiB = 64 * 1024;
+  return {sg4::Actor::init(name, host)->set_stacksize(kSideStackKiB)->start(std::move(job)), nullptr};
+}
+
+void SimTransport::start_deferred() {
+  for (auto& [id, job] : deferred_) {
+    auto [actor, run] = run_side(world_, "", world_.hosts[rank_], std::move(job));
+    helpers_[id] = {std::move(actor), std::move(run)};
   }
-  world.in_flight[id].flows.push_back(helper.first->get_pid());
-  return helper;
+  deferred_.clear();
 }
 
 CollectiveId SimTransport::next_id(const std::vector<int>& group) {
@@ -252,6 +259,7 @@ CollectiveId SimTransport::next_id(const std::vector<int>& group) {
 
 CollectiveId SimTransport::start(const std::vector<int>& group, std::vector<torch::Tensor> mine, const char* what,
                                  double bytes, const std::function<CollectiveFlows(const Members&)>& flows_for) {
+  start_deferred();
   const CollectiveId id = next_id(group);
   const std::string tag = (id.subgroup ? "subgroup-" : "collective-") + std::to_string(id.n);
   started_[id] = {what, bytes};
@@ -288,11 +296,18 @@ CollectiveId SimTransport::start(const std::vector<int>& group, std::vector<torc
     world_.slot_sides_left[c.slot] = c.members.size() + (flows.relay_side ? 1 : 0);
     if (flows.relay_side) {
       if (!world_.relay) throw std::logic_error("SimTransport: a relay algorithm needs SimWorld::relay");
-      run_side(world_, id, tag + "-relay", world_.relay, std::move(flows.relay_side), c.slot);
+      auto relay = run_side(world_, tag + "-relay", world_.relay, side_job(world_, id, std::move(flows.relay_side), c.slot));
+      c.flows.push_back(relay.first->get_pid());
     }
   }
-  auto [actor, run] = run_side(world_, id, tag + "-" + std::to_string(rank_), world_.hosts[rank_],
-                               std::move(flows.rank_side), c.slot);
+  std::function<void()> job = side_job(world_, id, std::move(flows.rank_side), c.slot);
+  if (world_.sides) {  // a world that never fails: this rank may run its side itself (deferred_)
+    c.flows.push_back(sg4::this_actor::get_pid());
+    deferred_.emplace_back(id, std::move(job));
+    return id;
+  }
+  auto [actor, run] = run_side(world_, tag + "-" + std::to_string(rank_), world_.hosts[rank_], std::move(job));
+  c.flows.push_back(actor->get_pid());
   helpers_[id] = {std::move(actor), std::move(run)};
   return id;
 }
@@ -302,6 +317,14 @@ bool SimTransport::finish(const CollectiveId& id, const std::function<void(SimCo
   const double start = now_s();
   waiting_since_s_ = start;
   waiting_for_ = id;
+  if (deferred_.size() == 1 && deferred_.front().first == id) {
+    // Waited on before anything else: this rank runs its side's flows itself, as a helper would
+    // (on this host, from now), without one.
+    const std::function<void()> job = std::move(deferred_.front().second);
+    deferred_.clear();
+    job();
+  }
+  start_deferred();
   if (auto helper = helpers_.find(id); helper != helpers_.end()) {
     if (helper->second.run) {
       SidePool::wait(helper->second.run);

@@ -1,5 +1,6 @@
 // The simulator's Transport: real numerics, SimGrid time. Each collective runs its flows in a
-// helper actor on the worker's host, so it proceeds while the worker computes; wait() joins it.
+// helper actor on the worker's host, so it proceeds while the worker computes; wait() joins it (on a
+// world that never fails, a rank that waits before doing anything else runs them itself).
 // On a changing world (sim/world.hpp) a collective runs among the workers in the group when it
 // starts, and fails for all of them when a member is lost or a link under it is cut.
 #pragma once
@@ -27,6 +28,7 @@ struct CollectiveId {
   bool subgroup = false;
   uint64_t n = 0;
   bool operator<(const CollectiveId& o) const { return subgroup != o.subgroup ? o.subgroup : n < o.n; }
+  bool operator==(const CollectiveId& o) const { return subgroup == o.subgroup && n == o.n; }
 };
 
 // A collective in flight: its members, each member's contribution, the mean once computed.
@@ -36,7 +38,7 @@ struct SimCollective {
   std::vector<int> members;                                // fixed by the first member to arrive
   std::shared_ptr<const std::vector<int>> shared_members;  // the same, for the sides' flows (no copy per side)
   std::vector<std::vector<torch::Tensor>> contributions;   // by rank; empty for a non-member
-  std::vector<aid_t> flows;                                // the helper actors carrying it
+  std::vector<aid_t> flows;                                // the actors carrying its sides, one per side
   uint64_t slot = 0;                                       // whose mailboxes its flows use (SimWorld::free_slots)
   size_t arrived = 0;                                      // members that called it
   size_t sides_done = 0;                                   // helpers whose flows ended without failure
@@ -157,6 +159,9 @@ class SimTransport : public Transport {
   uint64_t next_collective() const { return next_seq_; }
   // A worker that comes back continues the group's sequence of collectives from `next`.
   void rejoin(uint64_t next);
+  // Starts the sides this rank deferred (deferred_) in helper actors: before it does anything else, and
+  // when its actor ends, so that no other member waits on flows never started.
+  void start_deferred();
 
  private:
   // The flows of the chosen algorithm for a payload of `bytes` per rank among `members`: the one
@@ -210,6 +215,11 @@ class SimTransport : public Transport {
     std::shared_ptr<SideRun> run;  // null: its own actor
   };
   std::map<CollectiveId, Helper> helpers_;
+  // On a world that never fails (SimWorld::sides), this rank's sides not started yet, oldest first. A
+  // rank that waits on a collective before doing anything else (DiLoCo's sync) runs its side's flows
+  // itself, in the wait: no helper to resume and to wake it. Anything else it does first (a step, another
+  // collective, a push) starts them in helpers, at the same simulated time.
+  std::vector<std::pair<CollectiveId, std::function<void()>>> deferred_;
   // The key of this rank's next call among `group` (empty: the whole group's next sequence number).
   CollectiveId next_id(const std::vector<int>& group);
 };

@@ -164,6 +164,7 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
     sg4::ActorPtr actor = sg4::Actor::create("worker-" + std::to_string(rank), platform.hosts[rank], [&, rank] {
       try {
         membership.run_worker(rank);
+        workers[rank].transport->start_deferred();  // a side it never waited on still runs
       } catch (const std::exception& e) {
         failure = "worker " + std::to_string(rank) + ": " + e.what();
         sg4::Actor::kill_all();  // the others would wait for this one's collectives forever
