@@ -205,14 +205,26 @@ void relay_all_reduce_flows(int rank, const std::vector<int>& members, int relay
 }
 
 void relay_all_reduce_serve(const std::vector<int>& members, int relay, const std::string& tag, double bytes,
-                            Recorder& recorder) {
+                            Recorder& recorder, size_t lanes) {
   if (members.size() < 2 || bytes <= 0) return;
-  Flows uploads(relay, recorder);
-  for (int r : members) uploads.recv(tag + "/up", r, message_bytes(bytes));
-  uploads.wait_each();  // the mean needs every contribution
-  Flows downloads(relay, recorder);
-  for (int r : members) downloads.send(tag + "/down", r, message_bytes(bytes));
-  downloads.wait_each();
+  lanes = std::max<size_t>(1, std::min(lanes, members.size()));
+  const sg4::BarrierPtr all_uploaded = lanes > 1 ? sg4::Barrier::create(static_cast<unsigned>(lanes)) : nullptr;
+  auto serve_lane = [&members, relay, tag, bytes, &recorder, lanes, all_uploaded](size_t lane) {
+    Flows uploads(relay, recorder);
+    for (size_t i = lane; i < members.size(); i += lanes) uploads.recv(tag + "/up", members[i], message_bytes(bytes));
+    uploads.wait_each();  // the mean needs every contribution
+    if (all_uploaded) all_uploaded->wait();
+    Flows downloads(relay, recorder);
+    for (size_t i = lane; i < members.size(); i += lanes) downloads.send(tag + "/down", members[i], message_bytes(bytes));
+    downloads.wait_each();
+  };
+  std::vector<sg4::ActorPtr> others;
+  for (size_t lane = 1; lane < lanes; ++lane) {
+    others.push_back(sg4::Actor::create(tag + "-lane-" + std::to_string(lane), sg4::this_actor::get_host(),
+                                        [serve_lane, lane] { serve_lane(lane); }));
+  }
+  serve_lane(0);
+  for (const sg4::ActorPtr& other : others) other->join();  // `members` and `recorder` outlive every lane
 }
 
 void hierarchical_all_reduce_flows(int rank, const std::vector<std::vector<int>>& sites, const std::string& tag,

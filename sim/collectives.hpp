@@ -50,9 +50,15 @@ void ring_all_reduce_flows(int rank, const std::vector<int>& members, const std:
 void relay_all_reduce_flows(int rank, const std::vector<int>& members, int relay, const std::string& tag,
                             double bytes, Recorder& recorder);
 // The relay waits for all K uploads (it cannot reduce before), reduces (not charged: the relay's
-// compute is taken as free), then sends the mean to every worker at once.
+// compute is taken as free), then sends the mean to every worker at once. With `lanes` > 1 the relay's
+// flows are shared out among that many actors on its host (members lane, lane + lanes, ...), which meet
+// at a barrier between the uploads and the downloads: the same flows at the same times. SimGrid 3.32
+// keeps an actor's comms in a list that each finished wait scans whole, and runs one actor's simcalls
+// one after another, so K flows in one actor cost O(K²) and K scheduling rounds; in `lanes` actors,
+// O(K²/lanes) and K/lanes rounds. A lane's failed flow is not handed to the others: lanes only where no
+// flow fails (a world that never fails).
 void relay_all_reduce_serve(const std::vector<int>& members, int relay, const std::string& tag, double bytes,
-                            Recorder& recorder);
+                            Recorder& recorder, size_t lanes = 1);
 
 // Hierarchical all-reduce over `sites` (ranks grouped by site, each group in rank order; a host outside
 // any site is a group of one; see site_groups in config/platform.hpp). Inside each site the members send

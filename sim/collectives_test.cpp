@@ -101,6 +101,37 @@ TEST_CASE("collectives: a relay all-reduce takes S/up + S/down plus the latencie
   CHECK(bytes_of(recorder, EventKind::send, k) == doctest::Approx(k * bytes));
 }
 
+TEST_CASE("collectives: a relay all-reduce served in lanes sends the mean only once the slowest upload is in, to every lane's members") {
+  // Four hosts on 10 Mbps up and one on 1 Mbps, all on 100 Mbps down; the relay in 2 lanes (members
+  // 0, 2, 4 and 1, 3). Lane 1's uploads are in after 0.8 s, the slow host's (lane 0) after 8 s: both
+  // lanes start their downloads then.
+  const int k = 5;
+  const double bytes = 1e6;
+  const std::string yaml = "accelerators: {gpu: {peak: 100 TFLOPS, efficiency: 0.5}}\nhosts:\n"
+                           "  - {name: h, accelerator: gpu, count: 4, uplink: " + link(10, 10) + ", downlink: " + link(100, 10) + "}\n"
+                           "  - {name: slow, accelerator: gpu, count: 1, uplink: " + link(1, 10) + ", downlink: " + link(100, 10) + "}\n" +
+                           kRelay;
+  Section section = Section::load_string(yaml, "uneven.yaml");
+  Sim sim(parse_platform(section));
+  Recorder recorder;
+  auto finished = run_sides(
+      sim, [&](int r) { relay_all_reduce_flows(r, all_ranks(k), k, "t", bytes, recorder); },
+      [&] { relay_all_reduce_serve(all_ranks(k), k, "t", bytes, recorder, 2); });
+  const double latency_s = kWorkerLatencyS + kRelayLatencyS;
+  const double all_in_s = bytes * 8 / 1e6 + latency_s;                   // the slow upload: 8.011 s
+  const double expected = all_in_s + bytes * 8 / kDownBps + latency_s;  // 8.102 s
+  for (double t : finished) CHECK(t == doctest::Approx(expected).epsilon(0.001));
+  int sends = 0;
+  for (const auto& e : recorder.events()) {
+    if (e.worker != k || e.kind != EventKind::send) continue;
+    ++sends;
+    CHECK(e.start_s == doctest::Approx(all_in_s).epsilon(0.001));  // every lane waited for the slowest
+  }
+  CHECK(sends == k);
+  CHECK(bytes_of(recorder, EventKind::recv, k) == doctest::Approx(k * bytes));
+  CHECK(bytes_of(recorder, EventKind::send, k) == doctest::Approx(k * bytes));
+}
+
 TEST_CASE("collectives: a relayed all-gather on 10 Mbps up / 100 Mbps down hosts takes the closed-form upload and download times") {
   const int k = 4;
   const double bytes = 1e6;

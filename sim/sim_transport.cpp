@@ -7,6 +7,7 @@
 #include <simgrid/simix.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iterator>
 #include <stdexcept>
@@ -150,9 +151,12 @@ CollectiveFlows SimTransport::all_reduce_flows(const Members& shared, double byt
                 {}};
       }
       return {[=](const std::string& tag) { ring_all_reduce_flows(rank, *shared, tag, bytes, *recorder); }, {}};
-    case AllReduceAlgorithm::relay:
+    case AllReduceAlgorithm::relay: {
+      // √K lanes where no flow fails (relay_all_reduce_serve): K flows each, in √K actors of √K flows.
+      const size_t lanes = world_.sides ? static_cast<size_t>(std::ceil(std::sqrt(members.size()))) : 1;
       return {[=](const std::string& tag) { relay_all_reduce_flows(rank, *shared, relay, tag, bytes, *recorder); },
-              [=](const std::string& tag) { relay_all_reduce_serve(*shared, relay, tag, bytes, *recorder); }};
+              [=](const std::string& tag) { relay_all_reduce_serve(*shared, relay, tag, bytes, *recorder, lanes); }};
+    }
     case AllReduceAlgorithm::hierarchical: {
       if (world_.sites.empty()) throw std::logic_error("SimTransport: hierarchical all-reduce needs SimWorld::sites");
       std::vector<std::vector<int>> sites;  // the members of each site; a site with none drops out
