@@ -20,14 +20,14 @@ SidePool::~SidePool() = default;
 
 // A kept actor's life: the sides it is handed, one after another, until the pool closes. It is idle
 // again before it wakes the rank waiting on its side, so that rank's next side may go to it.
-void SidePool::serve(SidePool& pool, Kept& kept) {
+void SidePool::serve(Kept& kept) {
   while (true) {
-    while (!kept.side && !pool.closing_) sg4::this_actor::suspend();
+    while (!kept.side && !closing_) sg4::this_actor::suspend();
     if (!kept.side) return;  // closing, and nothing left to run
     const std::function<void()> side = std::exchange(kept.side, nullptr);
     const std::shared_ptr<SideRun> run = std::exchange(kept.run, nullptr);
     side();
-    pool.idle_[kept.host].push_back(&kept);
+    idle_[kept.host].push_back(&kept);
     run->done = true;
     if (run->waiter) std::exchange(run->waiter, nullptr)->resume();
   }
@@ -52,9 +52,8 @@ std::pair<sg4::ActorPtr, std::shared_ptr<SideRun>> SidePool::run(sg4::Host* host
   // A side only drives SimGrid comms; SimGrid 3.32's set_stacksize takes KiB. Kept for the run, the
   // stacks are made once per host, not per side: 64 MiB of address space each, a few pages of memory.
   constexpr unsigned kStackKiB = 64 * 1024;
-  kept->actor = sg4::Actor::init("side-" + host->get_name(), host)->set_stacksize(kStackKiB)->start([this, kept] {
-    serve(*this, *kept);
-  });
+  kept->actor =
+      sg4::Actor::init("side-" + host->get_name(), host)->set_stacksize(kStackKiB)->start([this, kept] { serve(*kept); });
   return {kept->actor, run};
 }
 

@@ -44,7 +44,7 @@ class SidePool {
 
  private:
   struct Kept;
-  static void serve(SidePool& pool, Kept& kept);
+  void serve(Kept& kept);
   std::vector<std::unique_ptr<Kept>> all_;
   std::unordered_map<const simgrid::s4u::Host*, std::vector<Kept*>> idle_;
   bool closing_ = false;

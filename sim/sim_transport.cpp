@@ -240,8 +240,8 @@ static std::pair<sg4::ActorPtr, std::shared_ptr<SideRun>> run_side(SimWorld& wor
 }
 
 void SimTransport::start_deferred() {
-  for (auto& [id, job] : deferred_) {
-    auto [actor, run] = run_side(world_, "", world_.hosts[rank_], std::move(job));
+  for (auto& [id, job] : deferred_) {  // deferred only where the sides are kept (SimWorld::sides)
+    auto [actor, run] = world_.sides->run(world_.hosts[rank_], std::move(job));
     helpers_[id] = {std::move(actor), std::move(run)};
   }
   deferred_.clear();
