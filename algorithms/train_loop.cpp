@@ -43,7 +43,9 @@ void TrainLoop::run(int64_t first_step) {
   tally_.pending_since_s = transport_.now_s();
   for (int64_t step = first_step; !over(step); ++step) {
     double train_loss = std::numeric_limits<double>::quiet_NaN();
-    computing_since_s_ = transport_.now_s();
+    // What needs the clock between steps asks at_now(): where the transport runs a timing-only
+    // worker's steps ahead, it answers once their time has passed.
+    transport_.at_now([this](double now_s) { computing_since_s_ = now_s; });
     if (!timing_params.empty()) {  // gradients of the parameters' shapes, and no work to run
       for (auto& p : timing_params) {
         if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
@@ -58,12 +60,14 @@ void TrainLoop::run(int64_t first_step) {
         train_loss = loss.item<double>();
       });
     }
-    tally_.compute_pending_s += transport_.now_s() - computing_since_s_;
-    computing_since_s_ = -1;
+    transport_.at_now([this](double now_s) {
+      tally_.compute_pending_s += now_s - computing_since_s_;
+      computing_since_s_ = -1;
+    });
     tally_.tokens_trained += tokens_per_step;
     tally_.tokens_pending += tokens_per_step;
     const Sync sync = policy_.step(step);
-    settle(sync, transport_.now_s());
+    if (sync != Sync::none) settle(sync, transport_.now_s());
 
     const bool last = over(step + 1);
     if (last) {
@@ -71,7 +75,6 @@ void TrainLoop::run(int64_t first_step) {
       settle(Sync::committed, transport_.now_s());  // what is left is in the final model
     }
     MetricRow row;
-    row.time_s = transport_.now_s();
     row.worker = transport_.rank();
     row.step = step + 1;
     row.tokens = tally_.tokens_trained;
@@ -81,7 +84,10 @@ void TrainLoop::run(int64_t first_step) {
     if (timing_params.empty() && (last || (step + 1) % cfg_.eval_every == 0)) {
       row.eval_loss = evaluate(model_, corpus_, cfg_.eval_batches, cfg_.batch_size);
     }
-    recorder_.metric(row);
+    transport_.at_now([this, row](double now_s) mutable {
+      row.time_s = now_s;
+      recorder_.metric(row);
+    });
     steps_done_ = step + 1;
     finished_ = last;
     // After a sync, committed or given up, the members hold the same state: a joiner may take it.

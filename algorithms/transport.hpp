@@ -175,6 +175,12 @@ class Transport {
 
   // Seconds since the start of training: simulated on the simulator, wall-clock on a real cluster.
   virtual double now_s() const = 0;
+
+  // Calls `fn` with now_s(). A transport may let compute() return before the step's time has passed
+  // (the simulator's timing-only steps: SimWorld::marks); it then calls `fn` once the steps computed
+  // before this call have passed, in the order asked, at the latest before anything else asked of it.
+  // For what the worker notes between its steps (a metric row's time) without waiting for the clock.
+  virtual void at_now(std::function<void(double now_s)> fn) { fn(now_s()); }
 };
 
 // The commit-or-redo rule of every synchronous policy (torchft's should_commit): `attempt` starts a

@@ -16,6 +16,7 @@
 #include "algorithms/torch_time.hpp"
 #include "sim/collectives.hpp"
 #include "sim/side_pool.hpp"
+#include "sim/step_marks.hpp"
 #include "sim/step_pool.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -83,21 +84,39 @@ void leave_group(SimWorld& world, int rank) {
   for (const CollectiveId& id : erased) erase_collective(world, id);
 }
 
-double SimTransport::now_s() const { return sg4::Engine::get_clock(); }
+// The queued steps' time passes before anyone reads the clock (const: it only lets simulated time catch up).
+double SimTransport::now_s() const {
+  const_cast<SimTransport*>(this)->flush_computes();
+  return sg4::Engine::get_clock();
+}
 
-// this_actor::execute(flops), in two simcalls instead of five: SimGrid 3.32 hands each of its setters
-// (flops, host, priority) and the start to the maestro in a simcall of its own, a scheduling sub-round
-// each, for every worker at every step. Here the maestro runs them in one; the activity, its owner (the
-// calling actor, which Exec::init records) and the simulated time it takes are the same.
-static void execute_here(double flops) {
-  sg4::Host* host = sg4::this_actor::get_host();
-  const sg4::ExecPtr exec = sg4::Exec::init();
-  simgrid::kernel::actor::simcall_answered(
-      [&exec, host, flops] { exec->set_flops_amount(flops)->set_host(host)->set_priority(1.0)->vetoable_start(); });
-  exec->wait();
+void SimTransport::at_now(std::function<void(double now_s)> fn) {
+  if (queued_flops_.empty()) return fn(sg4::Engine::get_clock());
+  queued_then_.emplace_back(queued_flops_.size(), std::move(fn));
+}
+
+void SimTransport::flush_computes() {
+  if (queued_flops_.empty()) return;
+  const std::vector<double> flops = std::move(queued_flops_);
+  queued_flops_.clear();
+  const auto then = std::move(queued_then_);
+  queued_then_.clear();
+  const double start = sg4::Engine::get_clock();
+  computing_since_s_ = start;
+  const std::vector<double> ends = world_.marks->run(world_.hosts[rank_], flops);
+  computing_since_s_ = -1;
+  for (size_t i = 0; i < ends.size(); ++i) {
+    world_.recorder->event({rank_, EventKind::compute, i == 0 ? start : ends[i - 1], ends[i], 0, -1});
+  }
+  for (const auto& [steps, fn] : then) fn(steps == 0 ? start : ends[steps - 1]);
 }
 
 void SimTransport::compute(double flops, const std::function<void()>& work) {
+  if (world_.marks) {  // timing only (no work): its time passes when the worker next needs it
+    run_deferred();    // (none where steps are queued: whatever deferred a side emptied the queue first)
+    queued_flops_.push_back(flops);
+    return;
+  }
   start_deferred();
   const double start = now_s();
   // The real step takes no simulated time: it runs first, or on the pool during the simulated compute.
@@ -120,6 +139,8 @@ void SimTransport::rejoin(uint64_t next) {
   started_.clear();
   helpers_.clear();
   deferred_.clear();
+  queued_flops_.clear();
+  queued_then_.clear();
   computing_since_s_ = waiting_since_s_ = -1;
   doing_ = nullptr;
 }
@@ -240,6 +261,11 @@ static std::pair<sg4::ActorPtr, std::shared_ptr<SideRun>> run_side(SimWorld& wor
 }
 
 void SimTransport::start_deferred() {
+  flush_computes();
+  run_deferred();
+}
+
+void SimTransport::run_deferred() {
   for (auto& [id, job] : deferred_) {  // deferred only where the sides are kept (SimWorld::sides)
     auto [actor, run] = world_.sides->run(world_.hosts[rank_], std::move(job));
     helpers_[id] = {std::move(actor), std::move(run)};
@@ -318,6 +344,7 @@ CollectiveId SimTransport::start(const std::vector<int>& group, std::vector<torc
 
 bool SimTransport::finish(const CollectiveId& id, const std::function<void(SimCollective&)>& read,
                           const std::function<void(SimCollective&)>& salvage) {
+  flush_computes();
   const double start = now_s();
   waiting_since_s_ = start;
   waiting_for_ = id;

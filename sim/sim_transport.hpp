@@ -54,6 +54,7 @@ struct SimCollective {
 
 class StepPool;
 class SidePool;
+class StepMarks;
 struct SideRun;
 
 // Thrown by SimTransport::push_pull when the worker's exchange with the server failed and cannot
@@ -88,6 +89,11 @@ struct SimWorld {
   // Actors kept for the run to carry the collectives' sides (sim/side_pool.hpp): on a world that never
   // fails. Null: an actor made per side, which a failed collective can kill.
   SidePool* sides = nullptr;
+  // Where a timing-only worker's steps run as marks on the clock (sim/step_marks.hpp): hosts whose
+  // speed never changes, on a world that never fails. compute() then queues the step, and its time
+  // passes when the worker next asks the transport for anything else (at_now() waits its turn).
+  // Null: each step is an exec, waited on at once.
+  StepMarks* marks = nullptr;
   std::map<CollectiveId, SimCollective> in_flight;
   // The mailboxes a collective's flows use are named by a slot, not by the collective: SimGrid 3.32
   // keeps every mailbox it ever made (about 1 KiB each), which at 4096 workers x 100 rounds was most of
@@ -140,6 +146,7 @@ class SimTransport : public Transport {
   int rank() const override { return rank_; }
   int world_size() const override { return static_cast<int>(world_.hosts.size()); }
   double now_s() const override;
+  void at_now(std::function<void(double now_s)> fn) override;
   void compute(double flops, const std::function<void()>& work) override;
   Pending all_reduce_mean(std::vector<torch::Tensor>& xs, Wire w) override;
   Pending all_gather(const std::vector<torch::Tensor>& mine, double bytes,
@@ -164,6 +171,14 @@ class SimTransport : public Transport {
   void start_deferred();
 
  private:
+  // Runs the steps compute() queued (SimWorld::marks), records them, and calls at_now()'s callbacks
+  // with their times. Every call but compute() and at_now() does it first.
+  void flush_computes();
+  std::vector<double> queued_flops_;
+  std::vector<std::pair<size_t, std::function<void(double)>>> queued_then_;  // after that many queued steps
+  // Starts the deferred sides in kept actors, from now.
+  void run_deferred();
+
   // The flows of the chosen algorithm for a payload of `bytes` per rank among `members`: the one
   // place that reads world_.collectives.
   using Members = std::shared_ptr<const std::vector<int>>;

@@ -18,6 +18,7 @@
 #include "sim/platform.hpp"
 #include "sim/side_pool.hpp"
 #include "sim/sim_transport.hpp"
+#include "sim/step_marks.hpp"
 #include "sim/step_pool.hpp"
 #include "sim/world.hpp"
 
@@ -132,6 +133,13 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   world.pool = pool.get();
   SidePool sides;  // ends with the engine's run; only a world that never fails keeps its sides' actors
   if (!world_can_fail(scenario.world)) world.sides = &sides;
+  std::unique_ptr<StepMarks> marks;  // steps as marks on the clock: timing only, speeds and hosts that never change
+  const auto& profiles = scenario.world.profiles;
+  if (timing_only && !world_can_fail(scenario.world) &&
+      std::none_of(profiles.begin(), profiles.end(), [](const WorldProfile& p) { return p.what == WorldResource::host_speed; })) {
+    marks = std::make_unique<StepMarks>();
+    world.marks = marks.get();
+  }
   const int world_size = scenario.world_size();
   std::vector<SimWorker> workers(world_size);
   for (int rank = 0; rank < world_size; ++rank) {

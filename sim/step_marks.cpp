@@ -1,0 +1,131 @@
+#include "sim/step_marks.hpp"
+
+#include <simgrid/kernel/Timer.hpp>
+#include <simgrid/s4u.hpp>
+#include <simgrid/simix.hpp>
+#include <xbt/config.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <queue>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace sg4 = simgrid::s4u;
+using simgrid::kernel::timer::Timer;
+
+namespace locosim {
+
+// this_actor::execute(flops), in two simcalls instead of five: SimGrid 3.32 hands each of its setters
+// (flops, host, priority) and the start to the maestro in a simcall of its own, a scheduling sub-round
+// each, for every worker at every step. Here the maestro runs them in one; the activity, its owner (the
+// calling actor, which Exec::init records) and the simulated time it takes are the same.
+void execute_here(double flops) {
+  sg4::Host* host = sg4::this_actor::get_host();
+  const sg4::ExecPtr exec = sg4::Exec::init();
+  simgrid::kernel::actor::simcall_answered(
+      [&exec, host, flops] { exec->set_flops_amount(flops)->set_host(host)->set_priority(1.0)->vetoable_start(); });
+  exec->wait();
+}
+
+struct StepMarks::State {
+  // One worker's run of steps: marks up to the last, which is `last`, an exec waiting for its host.
+  struct Chain {
+    sg4::Host* host = nullptr;
+    double speed = 0;
+    std::vector<double> flops;
+    std::vector<double> ends;
+    size_t step = 0;          // the step running now, as a mark
+    double date = 0;          // its date: start + flops / speed, as the CPU model computes it
+    Timer* timer = nullptr;   // the clock's stop at that date
+    sg4::ExecPtr last;
+  };
+
+  struct Due {
+    double date;
+    uint64_t order;  // ties by arrival: the heap's order never reaches a time
+    Chain* chain;
+    bool operator>(const Due& o) const { return date != o.date ? date > o.date : order > o.order; }
+  };
+
+  double precision = simgrid::config::get_value<double>("surf/precision");
+  std::priority_queue<Due, std::vector<Due>, std::greater<>> marks;
+  uint64_t arrivals = 0;
+  std::vector<Chain*> ended;
+  std::string broken;  // a mark the clock passed (a bug): run() throws it
+
+  void mark(Chain& c, double now) {
+    c.date = now + c.flops[c.step] / c.speed;
+    c.timer = Timer::set(c.date, [] {});
+    marks.push({c.date, arrivals++, &c});
+  }
+
+  // At every stop of the clock, after the models ended what they end now: the CPU model ends an
+  // action whose date is within its precision of now (CpuModel::update_actions_state_lazy), and so do
+  // the marks. A step that starts now is marked after, as its exec would be made after.
+  void on_time_advance() {
+    if (marks.empty()) return;
+    const double now = sg4::Engine::get_clock();
+    ended.clear();
+    while (!marks.empty() && marks.top().date - now < precision) {
+      if (!(std::fabs(marks.top().date - now) < precision) && broken.empty()) {
+        broken = "step marks: the clock passed a step's end (" + std::to_string(marks.top().date) + " s) to " +
+                 std::to_string(now) + " s";
+      }
+      ended.push_back(marks.top().chain);
+      marks.pop();
+    }
+    for (Chain* c : ended) {
+      c->ends[c->step] = now;
+      if (c->date > now) c->timer->remove();  // ended early: no stop at its date (a due timer runs, and goes)
+      c->timer = nullptr;
+      if (++c->step + 1 == c->flops.size()) {
+        c->last->set_host(c->host);  // it was waiting for its host only: it starts now
+      } else {
+        mark(*c, now);
+      }
+    }
+  }
+};
+
+StepMarks::StepMarks() : state_(std::make_shared<State>()) {
+  std::shared_ptr<State> state = state_;
+  sg4::Engine::on_time_advance_cb([state](double /*delta_s*/) { state->on_time_advance(); });
+}
+
+StepMarks::~StepMarks() = default;
+
+std::vector<double> StepMarks::run(sg4::Host* host, const std::vector<double>& flops) {
+  if (flops.empty()) return {};
+  if (flops.size() == 1) {
+    execute_here(flops.front());
+    return {sg4::Engine::get_clock()};
+  }
+  State::Chain c;
+  c.host = host;
+  c.speed = host->get_speed();
+  c.flops = flops;
+  c.ends.assign(flops.size(), 0);
+  c.last = sg4::Exec::init();
+  simgrid::kernel::actor::simcall_answered([this, &c] {
+    // No host yet: vetoed, it waits for one (Exec::set_host starts it), and wait() does not start it.
+    c.last->set_flops_amount(c.flops.back())->set_priority(1.0)->vetoable_start();
+    state_->mark(c, sg4::Engine::get_clock());
+  });
+  c.last->wait();
+  if (!state_->broken.empty()) throw std::logic_error(state_->broken);
+  // The exec ends where SimGrid's arithmetic puts it; the marks did the same arithmetic before it.
+  const double start = c.ends[c.ends.size() - 2];
+  const double end = c.last->get_finish_time();
+  const double date = start + c.flops.back() / c.speed;
+  if (c.last->get_start_time() != start || !(std::fabs(date - end) < state_->precision)) {
+    throw std::logic_error("step marks: the last step ran from " + std::to_string(c.last->get_start_time()) + " to " +
+                           std::to_string(end) + " s, its marks say from " + std::to_string(start) + " to " +
+                           std::to_string(date) + " s");
+  }
+  c.ends.back() = end;
+  return c.ends;
+}
+
+}  // namespace locosim
