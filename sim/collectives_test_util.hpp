@@ -6,6 +6,7 @@
 #include "algorithms/recorder.hpp"
 #include "config/section.hpp"
 #include "sim/platform.hpp"
+#include "sim/sim_transport.hpp"
 
 namespace locosim::testing {
 
@@ -26,6 +27,15 @@ inline PlatformSpec identical_hosts(int k, double up_mbps, double down_mbps, dou
 // well-connected relay (10 Gbps each way, 1 ms).
 inline const double kUpBps = 10e6, kDownBps = 100e6, kWorkerLatencyS = 0.010, kRelayLatencyS = 0.001;
 inline const std::string kRelay = "relay: {uplink: " + link(10000, 1) + ", downlink: " + link(10000, 1) + "}\n";
+
+// A world that never fails over `platform`, its sides kept in `sides`, all-reducing through the relay.
+inline void kept_sides_relay_world(SimWorld& world, const BuiltPlatform& platform, Recorder& recorder, SidePool& sides) {
+  world.hosts = platform.hosts;
+  world.recorder = &recorder;
+  world.relay = platform.relay;
+  world.collectives.all_reduce = AllReduceAlgorithm::relay;
+  world.sides = &sides;
+}
 
 // Bytes of `kind` events of `worker` (any worker if -1) to or from `peer` (any peer if -1).
 inline double bytes_of(const Recorder& recorder, EventKind kind, int worker, int peer = -1) {

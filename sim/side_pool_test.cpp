@@ -23,11 +23,7 @@ TEST_CASE("collectives: kept side actors run side after side in the closed-form 
   Recorder recorder;
   SidePool sides;
   SimWorld world;
-  world.hosts = sim.platform.hosts;
-  world.recorder = &recorder;
-  world.relay = sim.platform.relay;
-  world.collectives.all_reduce = AllReduceAlgorithm::relay;
-  world.sides = &sides;
+  kept_sides_relay_world(world, sim.platform, recorder, sides);
   bool deadlock = false;
   sg4::Engine::on_deadlock_cb([&] { deadlock = true; });
   int side_actors = 0;

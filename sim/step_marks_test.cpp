@@ -82,12 +82,8 @@ TEST_CASE("step marks: SimTransport queues a timing-only worker's steps until it
   StepMarks marks;
   SidePool sides;
   SimWorld world;
-  world.hosts = sim.platform.hosts;
-  world.recorder = &recorder;
-  world.relay = sim.platform.relay;
-  world.collectives.all_reduce = AllReduceAlgorithm::relay;
+  kept_sides_relay_world(world, sim.platform, recorder, sides);
   world.timing_only = true;
-  world.sides = &sides;
   world.marks = &marks;
   std::vector<std::vector<double>> heard(2);
   double clock_after_computes = -1, synced_at = -1;
