@@ -14,12 +14,19 @@ namespace locosim {
 namespace {
 
 // Per events.csv row, measured on a 1024-worker, 2-step DDP run (8.4M rows: 13.7 GB resident,
-// 1.4 GB written, 104 s): the recorder's row plus its trace span, held in memory as a JSON tree.
-constexpr double kMemoryPerRow = 1600;
-constexpr double kDiskPerRow = 170;
+// 1.4 GB written, 104 s): the recorder's row plus its trace span, held in memory as a JSON tree. The
+// row alone (report.trace: none), measured on timing-only DiLoCo at 4096 workers (80 rounds against one:
+// 1.97M rows more, 116 MB more resident) and swarm-10k at 100 rounds (14.0M rows, 413 MB of events.csv).
+constexpr double kMemoryPerRow = 60;
+constexpr double kMemoryPerSpan = 1540;
+constexpr double kDiskPerRow = 30;
+constexpr double kDiskPerSpan = 140;
 constexpr double kSecondsPerRow = 12e-6;
 constexpr double kBaseMemory = 300e6;         // the process itself: LibTorch, SimGrid, the corpus
 constexpr double kRouteBytes = 200;           // per host: its routes to and from its star zone
+// Per worker, timing only: its actor, transport, policy and optimizers on meta tensors (4096 workers, one
+// round: 401 MB resident against 196 MB for 4 workers).
+constexpr double kWorkerBytes = 50e3;
 // Real LibTorch steps of the proxy model, one core: each worker's step costs its FLOPs at this rate plus
 // LibTorch's cost per operation, which dominates for small models (per layer of the step). Fitted on one
 // core of a loaded 2-core VM: quickstart's DiLoCo (4 workers x 300 steps of 8 x 64 tokens, tiny model)
@@ -59,8 +66,10 @@ RunEstimate estimate_policy_run(const Scenario& s, const PolicySpec& policy) {
 
   // Timing only: the parameters are shapes on the meta device, and no step or evaluation runs.
   const double real = s.timing_only ? 0.0 : 1.0;
-  e.memory_bytes = kBaseMemory + K * kRouteBytes + real * (K * P * 4 * kStateCopies + activations) + e.rows * kMemoryPerRow;
-  e.disk_bytes = e.rows * kDiskPerRow + K * steps * 60 + 200 * (2 * K + 8) * 60;  // + metrics.csv, links.csv
+  const double spans = s.trace == "none" ? 0.0 : 1.0;  // trace.json: a span per row, kept until the end
+  e.memory_bytes = kBaseMemory + K * (kRouteBytes + kWorkerBytes) + real * (K * P * 4 * kStateCopies + activations) +
+                   e.rows * (kMemoryPerRow + spans * kMemoryPerSpan);
+  e.disk_bytes = e.rows * (kDiskPerRow + spans * kDiskPerSpan) + K * steps * 60 + 200 * (2 * K + 8) * 60;  // + metrics, links
   e.torch_seconds = real * K * ((steps * step_flops + eval_flops) / kProxyFlopsPerSecond + steps_overhead_s);
   e.seconds = e.rows * kSecondsPerRow + e.torch_seconds;
   return e;

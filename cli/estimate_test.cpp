@@ -43,6 +43,22 @@ TEST_CASE("estimate: the 1024-host, 2-step DDP run is priced near what it measur
   CHECK(e.seconds < 104.0 * 2);
 }
 
+TEST_CASE("estimate: a timing-only swarm without a trace is priced near what it measured (1.93 GB, 672 MB)") {
+  // scenarios/swarm-10k.yaml at 100 rounds (train.steps: 500), report.trace: none: 1.93 GB resident and
+  // 672 MB written. Its rows priced as if each had a trace span came to 22.7 GB and 2.9 GB: a 16 GB
+  // machine would have refused it.
+  Scenario s = load_scenario("scenarios/swarm-10k.yaml");
+  s.train.steps = 500;
+  REQUIRE(s.trace == "none");
+  const RunEstimate e = estimate_policy_run(s, s.policies[0]);
+  CAPTURE(e.memory_bytes);
+  CAPTURE(e.disk_bytes);
+  CHECK(e.memory_bytes > 1.93e9 / 2);
+  CHECK(e.memory_bytes < 1.93e9 * 2);
+  CHECK(e.disk_bytes > 672e6 / 2);
+  CHECK(e.disk_bytes < 672e6 * 2);
+}
+
 TEST_CASE("estimate: DiLoCo's rare syncs cost far fewer rows than DDP's every-step all-reduce") {
   const Scenario ddp = scenario_of(16, 100, "ddp");
   const Scenario diloco = scenario_of(16, 100, "{name: diloco, inner_steps: 50}");
