@@ -97,13 +97,10 @@ void SimTransport::at_now(std::function<void(double now_s)> fn) {
 
 void SimTransport::flush_computes() {
   if (queued_flops_.empty()) return;
-  const std::vector<double> flops = std::move(queued_flops_);
-  queued_flops_.clear();
-  const auto then = std::move(queued_then_);
-  queued_then_.clear();
+  const auto then = std::exchange(queued_then_, {});
   const double start = sg4::Engine::get_clock();
   computing_since_s_ = start;
-  const std::vector<double> ends = world_.marks->run(world_.hosts[rank_], flops);
+  const std::vector<double> ends = world_.marks->run(world_.hosts[rank_], std::exchange(queued_flops_, {}));
   computing_since_s_ = -1;
   for (size_t i = 0; i < ends.size(); ++i) {
     world_.recorder->event({rank_, EventKind::compute, i == 0 ? start : ends[i - 1], ends[i], 0, -1});
@@ -344,8 +341,7 @@ CollectiveId SimTransport::start(const std::vector<int>& group, std::vector<torc
 
 bool SimTransport::finish(const CollectiveId& id, const std::function<void(SimCollective&)>& read,
                           const std::function<void(SimCollective&)>& salvage) {
-  flush_computes();
-  const double start = now_s();
+  const double start = now_s();  // after the queued steps
   waiting_since_s_ = start;
   waiting_for_ = id;
   if (deferred_.size() == 1 && deferred_.front().first == id) {

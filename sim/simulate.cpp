@@ -123,7 +123,8 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   world.relay = platform.relay;
   world.sites = site_groups(scenario.platform);
   world.failure_timeout_s = scenario.world.failure_timeout_s;
-  if (world_can_fail(scenario.world)) {
+  const bool can_fail = world_can_fail(scenario.world);
+  if (can_fail) {
     world.platform = &scenario.platform;
     world.changes = &scenario.world;
   }
@@ -132,10 +133,10 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   if (step_threads > 1 && !timing_only) pool = std::make_unique<StepPool>(step_threads);
   world.pool = pool.get();
   SidePool sides;  // ends with the engine's run; only a world that never fails keeps its sides' actors
-  if (!world_can_fail(scenario.world)) world.sides = &sides;
+  if (!can_fail) world.sides = &sides;
   std::unique_ptr<StepMarks> marks;  // steps as marks on the clock: timing only, speeds and hosts that never change
   const auto& profiles = scenario.world.profiles;
-  if (timing_only && !world_can_fail(scenario.world) &&
+  if (timing_only && !can_fail &&
       std::none_of(profiles.begin(), profiles.end(), [](const WorldProfile& p) { return p.what == WorldResource::host_speed; })) {
     marks = std::make_unique<StepMarks>();
     world.marks = marks.get();
@@ -158,7 +159,7 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
     if (timing_only) w.loop->timing_params = params;
   }
 
-  Membership membership(world, workers, start.wire_scale, world_can_fail(scenario.world));
+  Membership membership(world, workers, start.wire_scale, can_fail);
   for (int rank = 0; rank < world_size; ++rank) {
     workers[rank].loop->on_handover_point = [&membership, rank](int64_t steps_done) {
       membership.handover_point(rank, steps_done);

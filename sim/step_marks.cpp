@@ -96,7 +96,7 @@ StepMarks::StepMarks() : state_(std::make_shared<State>()) {
 
 StepMarks::~StepMarks() = default;
 
-std::vector<double> StepMarks::run(sg4::Host* host, const std::vector<double>& flops) {
+std::vector<double> StepMarks::run(sg4::Host* host, std::vector<double> flops) {
   if (flops.empty()) return {};
   if (flops.size() == 1) {
     execute_here(flops.front());
@@ -105,8 +105,8 @@ std::vector<double> StepMarks::run(sg4::Host* host, const std::vector<double>& f
   State::Chain c;
   c.host = host;
   c.speed = host->get_speed();
-  c.flops = flops;
   c.ends.assign(flops.size(), 0);
+  c.flops = std::move(flops);
   c.last = sg4::Exec::init();
   simgrid::kernel::actor::simcall_answered([this, &c] {
     // No host yet: vetoed, it waits for one (Exec::set_host starts it), and wait() does not start it.

@@ -31,7 +31,7 @@ class StepMarks {
 
   // In a worker's actor, on `host` (its own; its speed never changes): steps of `flops` one after the
   // other from now. Returns when the last has ended, with each step's end.
-  std::vector<double> run(simgrid::s4u::Host* host, const std::vector<double>& flops);
+  std::vector<double> run(simgrid::s4u::Host* host, std::vector<double> flops);
 
  private:
   struct State;
