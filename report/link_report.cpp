@@ -7,7 +7,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "report/csv_numbers.hpp"
+#include "report/csv_out.hpp"
 #include "report/output_file.hpp"
 
 namespace locosim {
@@ -42,19 +42,20 @@ double bucket_width_s(double requested_s, double end_s) {
 
 void write_links_csv(const LinkReport& report, const std::string& path) {
   OutputFile file(path);
-  std::ostream& out = file.out();
-  out << "link,direction,worker,host,start_s,end_s,bytes,utilization,capacity_bps\n";
+  CsvOut csv(file.out());
+  csv.text("link,direction,worker,host,start_s,end_s,bytes,utilization,capacity_bps").end_row();
   for (const auto& l : report.links) {
-    const std::string head = l.link + ',' + l.direction + ',' + (l.worker >= 0 ? std::to_string(l.worker) : "") + ',' + l.host + ',';
     for (size_t b = 0; b < l.bytes.size(); ++b) {
       const double start = report.bucket_start_s(b), end = report.bucket_end_s(b);
       const double capacity_bytes = l.capacity_in(b, end - start);
       const double utilization = capacity_bytes > 0 ? l.bytes[b] / capacity_bytes : 0;
       const double capacity_bps = end > start ? capacity_bytes * 8 / (end - start) : l.bandwidth_bps;
-      out << head << g9(start) << ',' << g9(end) << ',' << g9(l.bytes[b]) << ',' << fixed6(utilization) << ','
-          << g9(capacity_bps) << '\n';
+      csv.text(l.link).text(l.direction);
+      (l.worker >= 0 ? csv.integer(l.worker) : csv.blank()).text(l.host);
+      csv.g9(start).g9(end).g9(l.bytes[b]).fixed6(utilization).g9(capacity_bps).end_row();
     }
   }
+  csv.flush();
   file.close();
 }
 

@@ -1,5 +1,6 @@
-// metrics.csv, exact_losses.csv and events.csv from a Recorder. Numbers are printed as %.9g (times,
-// bytes) and %.6f (losses) do (report/csv_numbers.hpp), so the same run always writes the same bytes.
+// metrics.csv, exact_losses.csv, events.csv and updates.csv from a Recorder. Numbers are printed as %.9g
+// (times, bytes) and %.6f (losses) print them (report/csv_out.hpp), so the same run always writes the
+// same bytes.
 #include "report/recorder_csv.hpp"
 
 #include <algorithm>
@@ -12,14 +13,15 @@
 #include <string_view>
 #include <tuple>
 
-#include "report/csv_numbers.hpp"
+#include "report/csv_out.hpp"
 #include "report/output_file.hpp"
 
 namespace locosim {
 
 namespace {
 
-std::string fmt_loss(double v) { return std::isnan(v) ? "" : fixed6(v); }
+// A loss column: %.6f, empty where there is none (NaN).
+void loss(CsvOut& csv, double v) { std::isnan(v) ? csv.blank() : csv.fixed6(v); }
 
 std::string fmt_exact(double v) {
   if (std::isnan(v)) return "";
@@ -56,13 +58,16 @@ std::vector<const MetricRow*> by_worker_and_step(const Recorder& recorder) {
 
 void write_metrics_csv(const Recorder& recorder, const std::string& path) {
   OutputFile file(path);
-  std::ostream& out = file.out();
-  out << "time_s,worker,step,tokens,train_loss,eval_loss,sync\n";
+  CsvOut csv(file.out());
+  csv.text("time_s,worker,step,tokens,train_loss,eval_loss,sync").end_row();
   for (const MetricRow* row : by_worker_and_step(recorder)) {
     const MetricRow& r = *row;
-    out << g9(r.time_s) << ',' << r.worker << ',' << r.step << ',' << r.tokens << ',' << fmt_loss(r.train_loss)
-        << ',' << fmt_loss(r.eval_loss) << ',' << sync_name(r.sync) << '\n';
+    csv.g9(r.time_s).integer(r.worker).integer(r.step).integer(r.tokens);
+    loss(csv, r.train_loss);
+    loss(csv, r.eval_loss);
+    csv.text(sync_name(r.sync)).end_row();
   }
+  csv.flush();
   file.close();
 }
 
@@ -112,23 +117,25 @@ void write_events_csv(const Recorder& recorder, const std::string& path) {
            std::tie(b.worker, b.start_s, b.end_s, b.kind, b.peer, b.bytes);
   });
   OutputFile file(path);
-  std::ostream& out = file.out();
-  out << "worker,kind,start_s,end_s,bytes,peer\n";
+  CsvOut csv(file.out());
+  csv.text("worker,kind,start_s,end_s,bytes,peer").end_row();
   for (const EventRow* row : rows) {
     const EventRow& r = *row;
-    out << r.worker << ',' << event_kind_name(r.kind) << ',' << g9(r.start_s) << ',' << g9(r.end_s) << ','
-        << g9(r.bytes) << ',' << (r.peer >= 0 ? std::to_string(r.peer) : "") << '\n';
+    csv.integer(r.worker).text(event_kind_name(r.kind)).g9(r.start_s).g9(r.end_s).g9(r.bytes);
+    (r.peer >= 0 ? csv.integer(r.peer) : csv.blank()).end_row();
   }
+  csv.flush();
   file.close();
 }
 
 void write_updates_csv(const std::vector<ServerUpdate>& updates, const std::string& path) {
   OutputFile file(path);
-  std::ostream& out = file.out();
-  out << "time_s,worker,version,staleness,steps\n";
+  CsvOut csv(file.out());
+  csv.text("time_s,worker,version,staleness,steps").end_row();
   for (const auto& u : updates) {
-    out << g9(u.time_s) << ',' << u.worker << ',' << u.version << ',' << u.staleness << ',' << u.steps << '\n';
+    csv.g9(u.time_s).integer(u.worker).integer(u.version).integer(u.staleness).integer(u.steps).end_row();
   }
+  csv.flush();
   file.close();
 }
 
