@@ -3,6 +3,7 @@
 #include "sim/collectives.hpp"
 
 #include <simgrid/s4u.hpp>
+#include <simgrid/simix.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -27,19 +28,23 @@ sg4::Mailbox* box(const std::string& tag, int from, int to) {
 
 uint64_t message_bytes(double bytes) { return static_cast<uint64_t>(std::ceil(bytes)); }
 
-// Transfers in flight on one side, each recorded as an event from `start_s` to its own end.
+// Transfers in flight on one side, each recorded as an event from `start_s` to its own end. The
+// transfers added since the last wait start together, in one simcall, at the next wait or start() (no
+// simulated time passes in between): a side that posts k transfers costs one scheduling round, not k.
 class Flows {
  public:
   Flows(int worker, Recorder& recorder) : worker_(worker), recorder_(recorder), start_s_(sg4::Engine::get_clock()) {}
 
   void send(const std::string& tag, int to, uint64_t bytes) {
-    add(box(tag, worker_, to)->put_async(&token, bytes), EventKind::send, to, bytes);
+    add(box(tag, worker_, to)->put_init(&token, bytes), EventKind::send, to, bytes);
   }
   void recv(const std::string& tag, int from, uint64_t bytes) {
-    add(box(tag, from, worker_)->get_async<int>(&sink), EventKind::recv, from, bytes);
+    add(box(tag, from, worker_)->get_init()->set_dst_data(reinterpret_cast<void**>(&sink), sizeof sink),
+        EventKind::recv, from, bytes);
   }
   // Waits for the next transfer to finish, records it and returns it as (kind, peer).
   std::pair<EventKind, int> wait_any() {
+    start();
     const auto i = static_cast<size_t>(sg4::Comm::wait_any(comms_));
     const Meta done = meta_[i];
     recorder_.event({worker_, done.kind, start_s_, sg4::Engine::get_clock(), static_cast<double>(done.bytes), done.peer});
@@ -54,8 +59,14 @@ class Flows {
   // left): waits for the transfers in the order they were added, then records them in the order they
   // finished (ties in the order added). A failure is seen only when its transfer's turn comes: for a
   // relay's many transfers, whose peers (one or two transfers each) see it at once.
-  // `finished`, if given, gets each transfer's (end time, peer).
-  void wait_each(std::vector<std::pair<double, int>>* finished = nullptr) {
+  // `finished`, if given, gets each transfer's end, in that order.
+  struct Finished {
+    double end_s;
+    EventKind kind;
+    int peer;
+  };
+  void wait_each(std::vector<Finished>* finished = nullptr) {
+    start();
     for (const auto& comm : comms_) comm->wait();
     std::vector<size_t> order(comms_.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -66,12 +77,36 @@ class Flows {
       const Meta& done = meta_[i];
       recorder_.event({worker_, done.kind, start_s_, comms_[i]->get_finish_time(), static_cast<double>(done.bytes),
                        done.peer});
-      if (finished) finished->emplace_back(comms_[i]->get_finish_time(), done.peer);
+      if (finished) finished->push_back({comms_[i]->get_finish_time(), done.kind, done.peer});
+    }
+    comms_.clear();
+    meta_.clear();
+  }
+  // Waits for the transfers one after the other in the order they were added, and records each when
+  // its wait returns: one that finished before the one ahead of it is recorded as ending with it.
+  // `finished`, if given, gets each transfer's recorded end, in that order.
+  void wait_in_order(std::vector<Finished>* finished = nullptr) {
+    start();
+    for (size_t i = 0; i < comms_.size(); ++i) {
+      comms_[i]->wait();
+      const Meta& done = meta_[i];
+      const double end_s = sg4::Engine::get_clock();
+      recorder_.event({worker_, done.kind, start_s_, end_s, static_cast<double>(done.bytes), done.peer});
+      if (finished) finished->push_back({end_s, done.kind, done.peer});
     }
     comms_.clear();
     meta_.clear();
   }
   bool empty() const { return comms_.empty(); }
+  // Starts the transfers added since the last wait, in the order they were added: for transfers that
+  // must run while the actor waits on others.
+  void start() {
+    if (unstarted_.empty()) return;
+    simgrid::kernel::actor::simcall_answered([this] {
+      for (const sg4::CommPtr& comm : unstarted_) comm->vetoable_start();
+    });
+    unstarted_.clear();
+  }
 
  private:
   struct Meta {
@@ -80,6 +115,7 @@ class Flows {
     uint64_t bytes;
   };
   void add(sg4::CommPtr comm, EventKind kind, int peer, uint64_t bytes) {
+    unstarted_.push_back(comm);
     comms_.push_back(std::move(comm));
     meta_.push_back({kind, peer, bytes});
   }
@@ -89,6 +125,7 @@ class Flows {
   double start_s_;
   std::vector<sg4::CommPtr> comms_;
   std::vector<Meta> meta_;
+  std::vector<sg4::CommPtr> unstarted_;
 };
 
 // `rounds` rounds of a ring over `ring` (ranks in ring order; this rank at ring[position]): each round
@@ -112,8 +149,10 @@ void ring_rounds(const std::vector<int>& ring, size_t position, const std::strin
 // and an edge's one aggregated flow takes R transfers and one latency. A relay all-gather's workers
 // wait there for every upload, then for what the last arrivals still need to bring down.
 struct CollectiveEnd {
-  sg4::BarrierPtr barrier;
+  size_t sides = 0;      // the actors that meet there
   size_t left = 0;       // sides that have not passed the end yet
+  size_t arrived = 0;    // sides that have reached it
+  std::vector<sg4::ActorPtr> waiting;  // those of them suspended until the last one arrives
   double finish_s = 0;   // ring: the latest edge's flow end + its remaining latencies
   sg4::Host* relay = nullptr;                    // relay all-gather: the relay's host,
   std::vector<std::pair<double, int>> arrivals;  // each upload's (end time, worker), in time order,
@@ -124,11 +163,26 @@ std::map<std::string, CollectiveEnd> collective_ends;
 // The end of collective `tag`, which `sides` actors pass (created by the first of them to ask).
 CollectiveEnd& end_of(const std::string& tag, size_t sides) {
   CollectiveEnd& end = collective_ends[tag];
-  if (!end.barrier) {
-    end.barrier = sg4::Barrier::create(static_cast<unsigned>(sides));
-    end.left = sides;
-  }
+  if (end.sides == 0) end.sides = end.left = sides;
   return end;
+}
+
+// Arrives at the end and waits until every side has, as at a barrier; the last one to arrive first
+// runs `last`, then lets the others go in the order they arrived, as a barrier does. One simcall per
+// side, where a barrier takes two. The waiting sides are suspended, and SimGrid suspends an actor's
+// activities with it: a side with transfers still in flight arrives with `wait` false, and goes on.
+template <class Last>
+void meet(CollectiveEnd& end, bool wait, Last last) {
+  if (++end.arrived < end.sides) {
+    if (!wait) return;
+    end.waiting.push_back(sg4::Actor::self());
+    sg4::this_actor::suspend();
+    return;
+  }
+  last();
+  simgrid::kernel::actor::simcall_answered([&end] {
+    for (const sg4::ActorPtr& side : end.waiting) side->resume();
+  });
 }
 
 // Passes the end (`end` stays valid until then: a std::map keeps its values in place as it grows).
@@ -156,16 +210,20 @@ void aggregated_ring(int rank, const std::vector<int>& members, const std::vecto
   double latency_s = 0;  // this rank's edge: to its right neighbour
   hosts[static_cast<size_t>(rank)]->route_to(hosts[static_cast<size_t>(right)], route, &latency_s);
 
-  Flows sends(rank, recorder), recvs(rank, recorder);
-  sends.send(tag, right, bytes_each_way);
-  recvs.recv(tag, left, bytes_each_way);
-  sends.wait_all();
-  end.finish_s = std::max(end.finish_s, sg4::Engine::get_clock() + latency_rounds * latency_s);
-  recvs.wait_all();
-  end.barrier->wait();
-  const double finish_s = end.finish_s;
+  Flows flows(rank, recorder);
+  flows.send(tag, right, bytes_each_way);
+  flows.recv(tag, left, bytes_each_way);
+  std::vector<Flows::Finished> finished;
+  flows.wait_in_order(&finished);  // the send first: the ring's end counts from its end
+  for (const Flows::Finished& f : finished) {
+    if (f.kind == EventKind::send) end.finish_s = std::max(end.finish_s, f.end_s + latency_rounds * latency_s);
+  }
+  // The last side to get here knows the ring's end: it waits for it, then lets the others go (one
+  // sleep per collective, not one per side).
+  meet(end, true, [&end] {
+    if (end.finish_s > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(end.finish_s);
+  });
   leave(end, tag);
-  if (finish_s > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(finish_s);
 }
 
 }  // namespace
@@ -335,7 +393,7 @@ void relay_all_gather_aggregated(int rank, const std::vector<int>& members, int 
   flows.send(tag + "/up", relay, message_bytes(bytes));
   flows.recv(tag + "/down", relay, (members.size() - 1) * message_bytes(bytes));
   flows.wait_all();
-  end.barrier->wait();  // every upload is in: the last payloads may still have to come down
+  meet(end, true, [] {});  // every upload is in: the last payloads may still have to come down
   std::vector<sg4::Link*> route;
   double latency_s = 0;
   end.relay->route_to(sg4::this_actor::get_host(), route, &latency_s);
@@ -374,14 +432,18 @@ void relay_all_gather_aggregated_serve(const std::vector<int>& members, int rela
   for (int r : members) {
     if (r != first) downloads.send(tag + "/down", r, down_bytes);
   }
+  downloads.start();
   end.arrivals.emplace_back(sg4::Engine::get_clock(), uploads.wait_any().second);
   Flows to_first(relay, recorder);
   to_first.send(tag + "/down", first, down_bytes);
-  uploads.wait_each(&end.arrivals);
+  to_first.start();
+  std::vector<Flows::Finished> uploaded;
+  uploads.wait_each(&uploaded);
+  for (const Flows::Finished& f : uploaded) end.arrivals.emplace_back(f.end_s, f.peer);
   std::sort(end.arrivals.begin(), end.arrivals.end());
   end.arrived_s.assign(static_cast<size_t>(members.back()) + 1, 0.0);  // members are in rank order
   for (const auto& [t, r] : end.arrivals) end.arrived_s[static_cast<size_t>(r)] = t;
-  end.barrier->wait();
+  meet(end, false, [] {});  // its downloads are in flight: it lets the workers go, and waits for them
   leave(end, tag);
   downloads.wait_each();
   to_first.wait_each();

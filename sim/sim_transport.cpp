@@ -78,8 +78,7 @@ void leave_group(SimWorld& world, int rank) {
   for (auto& [id, c] : world.in_flight) {
     if (std::find(c.members.begin(), c.members.end(), rank) == c.members.end()) continue;
     if (!c.complete()) fail_collective(world, id);
-    c.unread.erase(rank);  // it will never take the result
-    if (c.unread.empty()) erased.push_back(id);
+    if (c.read_by(rank)) erased.push_back(id);  // it will never take the result
   }
   for (const CollectiveId& id : erased) erase_collective(world, id);
 }
@@ -302,7 +301,9 @@ CollectiveId SimTransport::start(const std::vector<int>& group, std::vector<torc
       c.members = std::move(in_group);
     }
     c.shared_members = std::make_shared<const std::vector<int>>(c.members);
-    c.unread = std::set<int>(c.members.begin(), c.members.end());
+    c.unread.assign(world_size(), false);
+    for (int r : c.members) c.unread[r] = true;
+    c.unread_left = c.members.size();
   }
   if (!std::binary_search(c.members.begin(), c.members.end(), rank_)) {  // members are in rank order
     throw std::logic_error("SimTransport: rank " + std::to_string(rank_) + " called " + tag +
@@ -385,8 +386,7 @@ bool SimTransport::finish(const CollectiveId& id, const std::function<void(SimCo
   } else {
     salvage(*c);
   }
-  c->unread.erase(rank_);
-  if (c->unread.empty()) erase_collective(world_, id);
+  if (c->read_by(rank_)) erase_collective(world_, id);
   return completed;
 }
 

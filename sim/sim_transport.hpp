@@ -7,7 +7,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -42,7 +41,8 @@ struct SimCollective {
   uint64_t slot = 0;                                       // whose mailboxes its flows use (SimWorld::free_slots)
   size_t arrived = 0;                                      // members that called it
   size_t sides_done = 0;                                   // helpers whose flows ended without failure
-  std::set<int> unread;                                    // members that have not taken the result yet
+  std::vector<bool> unread;                                // by rank: a member that has not taken the result yet
+  size_t unread_left = 0;                                  // how many
   std::vector<torch::Tensor> result;
   bool failed = false;
   double failed_at_s = 0;
@@ -50,6 +50,14 @@ struct SimCollective {
   // Every member arrived and every side's flows ended: nothing can fail it any more, and a member
   // lost now (before taking the result) does not undo it for the others.
   bool complete() const { return arrived == members.size() && sides_done == flows.size(); }
+  // `rank` took the result, or will never take it; returns whether every member has.
+  bool read_by(int rank) {
+    if (unread[static_cast<size_t>(rank)]) {
+      unread[static_cast<size_t>(rank)] = false;
+      --unread_left;
+    }
+    return unread_left == 0;
+  }
 };
 
 class StepPool;
