@@ -237,13 +237,13 @@ std::vector<int> all_ranks(int world_size) {
 void send_flow(int from, int to, const std::string& tag, double bytes, Recorder& recorder) {
   Flows flows(from, recorder);
   flows.send(tag, to, message_bytes(bytes));
-  flows.wait_all();
+  flows.wait_in_order();
 }
 
 void recv_flow(int from, int to, const std::string& tag, double bytes, Recorder& recorder) {
   Flows flows(to, recorder);
   flows.recv(tag, from, message_bytes(bytes));
-  flows.wait_all();
+  flows.wait_in_order();
 }
 
 void ring_all_reduce_flows(int rank, const std::vector<int>& members, const std::string& tag, double bytes,
@@ -259,7 +259,7 @@ void relay_all_reduce_flows(int rank, const std::vector<int>& members, int relay
   Flows flows(rank, recorder);
   flows.send(tag + "/up", relay, message_bytes(bytes));
   flows.recv(tag + "/down", relay, message_bytes(bytes));
-  flows.wait_all();
+  flows.wait_in_order();  // the mean comes down only once every upload is in
 }
 
 void relay_all_reduce_serve(const std::vector<int>& members, int relay, const std::string& tag, double bytes,
@@ -302,7 +302,7 @@ void hierarchical_all_reduce_flows(int rank, const std::vector<std::vector<int>>
     Flows flows(rank, recorder);
     flows.send(tag + "/site-up", leader, size);
     flows.recv(tag + "/site-down", leader, size);
-    flows.wait_all();
+    flows.wait_in_order();  // the result comes down only once the leader has every upload
     return;
   }
   Flows gather(rank, recorder);
