@@ -11,6 +11,7 @@
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <ostream>
 #include <string_view>
 
@@ -72,7 +73,8 @@ class CsvOut {
 
   std::ostream& out_;
   size_t pos_ = 0;
-  char buf_[kSize];
+  std::unique_ptr<char[]> heap_ = std::make_unique<char[]>(kSize);  // not on the caller's stack
+  char* buf_ = heap_.get();
 };
 
 }  // namespace locosim
