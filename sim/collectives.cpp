@@ -59,13 +59,8 @@ class Flows {
   // left): waits for the transfers in the order they were added, then records them in the order they
   // finished (ties in the order added). A failure is seen only when its transfer's turn comes: for a
   // relay's many transfers, whose peers (one or two transfers each) see it at once.
-  // `finished`, if given, gets each transfer's end, in that order.
-  struct Finished {
-    double end_s;
-    EventKind kind;
-    int peer;
-  };
-  void wait_each(std::vector<Finished>* finished = nullptr) {
+  // `finished`, if given, gets each transfer's (end time, peer).
+  void wait_each(std::vector<std::pair<double, int>>* finished = nullptr) {
     start();
     for (const auto& comm : comms_) comm->wait();
     std::vector<size_t> order(comms_.size());
@@ -77,25 +72,26 @@ class Flows {
       const Meta& done = meta_[i];
       recorder_.event({worker_, done.kind, start_s_, comms_[i]->get_finish_time(), static_cast<double>(done.bytes),
                        done.peer});
-      if (finished) finished->push_back({comms_[i]->get_finish_time(), done.kind, done.peer});
+      if (finished) finished->emplace_back(comms_[i]->get_finish_time(), done.peer);
     }
     comms_.clear();
     meta_.clear();
   }
   // Waits for the transfers one after the other in the order they were added, and records each when
   // its wait returns: one that finished before the one ahead of it is recorded as ending with it.
-  // `finished`, if given, gets each transfer's recorded end, in that order.
-  void wait_in_order(std::vector<Finished>* finished = nullptr) {
+  // Returns the recorded ends, in that order.
+  std::vector<double> wait_in_order() {
     start();
+    std::vector<double> ends;
     for (size_t i = 0; i < comms_.size(); ++i) {
       comms_[i]->wait();
       const Meta& done = meta_[i];
-      const double end_s = sg4::Engine::get_clock();
-      recorder_.event({worker_, done.kind, start_s_, end_s, static_cast<double>(done.bytes), done.peer});
-      if (finished) finished->push_back({end_s, done.kind, done.peer});
+      ends.push_back(sg4::Engine::get_clock());
+      recorder_.event({worker_, done.kind, start_s_, ends.back(), static_cast<double>(done.bytes), done.peer});
     }
     comms_.clear();
     meta_.clear();
+    return ends;
   }
   bool empty() const { return comms_.empty(); }
   // Starts the transfers added since the last wait, in the order they were added: for transfers that
@@ -213,11 +209,8 @@ void aggregated_ring(int rank, const std::vector<int>& members, const std::vecto
   Flows flows(rank, recorder);
   flows.send(tag, right, bytes_each_way);
   flows.recv(tag, left, bytes_each_way);
-  std::vector<Flows::Finished> finished;
-  flows.wait_in_order(&finished);  // the send first: the ring's end counts from its end
-  for (const Flows::Finished& f : finished) {
-    if (f.kind == EventKind::send) end.finish_s = std::max(end.finish_s, f.end_s + latency_rounds * latency_s);
-  }
+  const double sent_s = flows.wait_in_order().front();  // the send first: the ring's end counts from its end
+  end.finish_s = std::max(end.finish_s, sent_s + latency_rounds * latency_s);
   // The last side to get here knows the ring's end: it waits for it, then lets the others go (one
   // sleep per collective, not one per side).
   meet(end, true, [&end] {
@@ -437,9 +430,7 @@ void relay_all_gather_aggregated_serve(const std::vector<int>& members, int rela
   Flows to_first(relay, recorder);
   to_first.send(tag + "/down", first, down_bytes);
   to_first.start();
-  std::vector<Flows::Finished> uploaded;
-  uploads.wait_each(&uploaded);
-  for (const Flows::Finished& f : uploaded) end.arrivals.emplace_back(f.end_s, f.peer);
+  uploads.wait_each(&end.arrivals);
   std::sort(end.arrivals.begin(), end.arrivals.end());
   end.arrived_s.assign(static_cast<size_t>(members.back()) + 1, 0.0);  // members are in rank order
   for (const auto& [t, r] : end.arrivals) end.arrived_s[static_cast<size_t>(r)] = t;
