@@ -159,7 +159,10 @@ std::map<std::string, CollectiveEnd> collective_ends;
 // The end of collective `tag`, which `sides` actors pass (created by the first of them to ask).
 CollectiveEnd& end_of(const std::string& tag, size_t sides) {
   CollectiveEnd& end = collective_ends[tag];
-  if (end.sides == 0) end.sides = end.left = sides;
+  if (end.sides == 0) {
+    end.sides = end.left = sides;
+    if (sides > 1) end.waiting.reserve(sides - 1);  // one allocation, not a vector's doublings
+  }
   return end;
 }
 

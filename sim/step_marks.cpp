@@ -38,7 +38,6 @@ struct StepMarks::State {
     std::vector<double> ends;
     size_t step = 0;          // the step running now, as a mark
     double date = 0;          // its date: start + flops / speed, as the CPU model computes it
-    Timer* timer = nullptr;   // the clock's stop at that date
     sg4::ExecPtr last;
   };
 
@@ -54,11 +53,26 @@ struct StepMarks::State {
   uint64_t arrivals = 0;
   std::vector<Chain*> ended;
   std::string broken;  // a mark the clock passed (a bug): run() throws it
+  // The clock's next stop for the marks: one timer, at the earliest mark's date. Every mark is the
+  // earliest before the clock reaches its date, so the clock stops at each mark's date, as it would
+  // with a timer per mark, and SimGrid keeps one timer where it kept thousands.
+  Timer* stop = nullptr;
+  double stop_date = 0;
 
   void mark(Chain& c, double now) {
     c.date = now + c.flops[c.step] / c.speed;
-    c.timer = Timer::set(c.date, [] {});
     marks.push({c.date, arrivals++, &c});
+  }
+
+  // After the marks changed at `now`: the timer at the earliest one's date. One that is due runs and
+  // goes (Timer::execute_all); one that is not and marks nothing any more is removed.
+  void keep_stop(double now) {
+    if (stop && !marks.empty() && stop_date == marks.top().date) return;
+    if (stop && stop_date > now) stop->remove();
+    stop = nullptr;
+    if (marks.empty()) return;
+    stop_date = marks.top().date;
+    stop = Timer::set(stop_date, [] {});
   }
 
   // At every stop of the clock, after the models ended what they end now: the CPU model ends an
@@ -78,14 +92,13 @@ struct StepMarks::State {
     }
     for (Chain* c : ended) {
       c->ends[c->step] = now;
-      if (c->date > now) c->timer->remove();  // ended early: no stop at its date (a due timer runs, and goes)
-      c->timer = nullptr;
       if (++c->step + 1 == c->flops.size()) {
         c->last->set_host(c->host);  // it was waiting for its host only: it starts now
       } else {
         mark(*c, now);
       }
     }
+    keep_stop(now);  // an early end leaves no stop at its date
   }
 };
 
@@ -112,6 +125,7 @@ std::vector<double> StepMarks::run(sg4::Host* host, std::vector<double> flops) {
     // No host yet: vetoed, it waits for one (Exec::set_host starts it), and wait() does not start it.
     c.last->set_flops_amount(c.flops.back())->set_priority(1.0)->vetoable_start();
     state_->mark(c, sg4::Engine::get_clock());
+    state_->keep_stop(sg4::Engine::get_clock());
   });
   c.last->wait();
   if (!state_->broken.empty()) throw std::logic_error(state_->broken);
