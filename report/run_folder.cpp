@@ -64,10 +64,12 @@ bool is_empty_folder(const fs::path& dir) {
   return fs::is_directory(fs::symlink_status(dir, ec)) && fs::is_empty(dir, ec);
 }
 
-// Absent, empty, or written by locosim: replacing it destroys nothing a user made.
+// Absent, empty, or written by locosim: replacing it destroys nothing a user made. Checked in the
+// order a folder that another process claims goes through (absent, empty, marked, filled): a folder
+// that moves on between two checks passes the next one.
 bool may_replace(const fs::path& dir) {
   std::error_code ec;
-  return !fs::exists(fs::symlink_status(dir, ec)) || is_locosim_folder(dir) || is_empty_folder(dir);
+  return !fs::exists(fs::symlink_status(dir, ec)) || is_empty_folder(dir) || is_locosim_folder(dir);
 }
 
 std::string not_ours(const fs::path& dir) {

@@ -4,11 +4,15 @@
 #include "report/run_folder.hpp"
 
 #include <poll.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "tests/doctest_torch.hpp"
 
@@ -59,6 +63,51 @@ TEST_CASE("run folder: a folder locosim did not write is never claimed or replac
   fs::create_directories(root / "empty");
   claim_folder(root / "empty");  // empty: marked
   CHECK(is_locosim_folder(root / "empty"));
+  fs::remove_all(root);
+}
+
+TEST_CASE("run folder: processes that claim one new folder at once all succeed, as a job array's shards do") {
+  // A folder goes from absent to empty to marked to filled; another process's check must accept each
+  // state, whichever it sees at each of its steps (a regression: one shard of a SLURM array saw the
+  // folder unmarked, then not empty, and refused it). Three processes claim each of many new folders,
+  // starting each one together (a barrier in shared memory).
+  constexpr int kProcesses = 3, kRounds = 1000;
+  const fs::path root = fresh("race");
+  struct Shared {
+    std::atomic<int> arrived{0};
+    std::atomic<int> refused{0};
+  };
+  void* memory = ::mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(memory != MAP_FAILED);
+  auto* shared = new (memory) Shared;
+  std::vector<pid_t> pids;
+  for (int i = 0; i < kProcesses; ++i) {
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      for (int round = 0; round < kRounds; ++round) {
+        shared->arrived.fetch_add(1);
+        while (shared->arrived.load() < kProcesses * (round + 1)) sched_yield();
+        try {
+          claim_folder(root / ("point-" + std::to_string(round)));
+        } catch (...) {
+          shared->refused.fetch_add(1);
+        }
+      }
+      std::_Exit(0);
+    }
+    pids.push_back(pid);
+  }
+  for (pid_t pid : pids) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  }
+  CHECK_MESSAGE(shared->refused.load() == 0, shared->refused.load(), " claims refused");
+  int marked = 0;
+  for (int round = 0; round < kRounds; ++round) marked += is_locosim_folder(root / ("point-" + std::to_string(round)));
+  CHECK(marked == kRounds);
+  ::munmap(memory, sizeof(Shared));
   fs::remove_all(root);
 }
 
