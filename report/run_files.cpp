@@ -51,13 +51,15 @@ void write_run_results(const std::string& dir, const Scenario& scenario, const R
                        const LinkReport& links, const std::vector<std::string>& track_names,
                        const std::vector<ServerUpdate>* updates, const RunSummary& summary) {
   // Each file is its own: the large ones (rows of every worker's every step and transfer, sorted
-  // first) are written side by side, on threads that only read. get() hands on a writer's error.
-  std::future<void> metrics = std::async(std::launch::async, [&] {
+  // first) are written side by side, on threads that only read. get() hands on a writer's error. A
+  // process that may start no more threads writes them one after the other (deferred, in get()).
+  constexpr auto side_by_side = std::launch::async | std::launch::deferred;
+  std::future<void> metrics = std::async(side_by_side, [&] {
     write_metrics_csv(recorder, dir + "/metrics.csv");
     if (!scenario.timing_only) write_exact_losses_csv(recorder, dir + "/" + kExactLossesFile);
   });
-  std::future<void> events = std::async(std::launch::async, [&] { write_events_csv(recorder, dir + "/events.csv"); });
-  std::future<void> trace = std::async(std::launch::async, [&] {
+  std::future<void> events = std::async(side_by_side, [&] { write_events_csv(recorder, dir + "/events.csv"); });
+  std::future<void> trace = std::async(side_by_side, [&] {
     write_trace_json(recorder, track_names, &links, dir + "/trace.json", trace_detail(scenario.trace));
   });
   if (updates) write_updates_csv(*updates, dir + "/updates.csv");
