@@ -51,7 +51,7 @@ class CsvOut {
   void end_row() { buf_[pos_ - 1] = '\n'; }
   // Hands what is buffered to the stream: before the file is closed.
   void flush() {
-    out_.write(buf_, static_cast<std::streamsize>(pos_));
+    out_.write(buf_.get(), static_cast<std::streamsize>(pos_));
     pos_ = 0;
   }
 
@@ -63,18 +63,17 @@ class CsvOut {
   // Where the next field goes, with room for kField characters.
   char* room() {
     if (pos_ + kField > kSize) flush();
-    return buf_ + pos_;
+    return buf_.get() + pos_;
   }
   CsvOut& field(char* end) {
-    pos_ = static_cast<size_t>(end - buf_);
+    pos_ = static_cast<size_t>(end - buf_.get());
     buf_[pos_++] = ',';
     return *this;
   }
 
   std::ostream& out_;
   size_t pos_ = 0;
-  std::unique_ptr<char[]> heap_ = std::make_unique<char[]>(kSize);  // not on the caller's stack
-  char* buf_ = heap_.get();
+  std::unique_ptr<char[]> buf_ = std::make_unique<char[]>(kSize);  // not on the caller's stack
 };
 
 }  // namespace locosim

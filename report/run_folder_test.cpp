@@ -73,6 +73,7 @@ TEST_CASE("run folder: processes that claim one new folder at once all succeed, 
   // starting each one together (a barrier in shared memory).
   constexpr int kProcesses = 3, kRounds = 1000;
   const fs::path root = fresh("race");
+  const auto point = [&root](int round) { return root / ("point-" + std::to_string(round)); };
   struct Shared {
     std::atomic<int> arrived{0};
     std::atomic<int> refused{0};
@@ -89,7 +90,7 @@ TEST_CASE("run folder: processes that claim one new folder at once all succeed, 
         shared->arrived.fetch_add(1);
         while (shared->arrived.load() < kProcesses * (round + 1)) sched_yield();
         try {
-          claim_folder(root / ("point-" + std::to_string(round)));
+          claim_folder(point(round));
         } catch (...) {
           shared->refused.fetch_add(1);
         }
@@ -105,7 +106,7 @@ TEST_CASE("run folder: processes that claim one new folder at once all succeed, 
   }
   CHECK_MESSAGE(shared->refused.load() == 0, shared->refused.load(), " claims refused");
   int marked = 0;
-  for (int round = 0; round < kRounds; ++round) marked += is_locosim_folder(root / ("point-" + std::to_string(round)));
+  for (int round = 0; round < kRounds; ++round) marked += is_locosim_folder(point(round));
   CHECK(marked == kRounds);
   ::munmap(memory, sizeof(Shared));
   fs::remove_all(root);
