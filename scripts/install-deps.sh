@@ -11,7 +11,7 @@ set -euo pipefail
 demo=(
   build-essential cmake make pkg-config python3
   libsimgrid-dev libtorch-dev libeigen3-dev libyaml-cpp-dev doctest-dev
-  libopenblas0-openmp libgloo-dev libcli11-dev libfmt-dev nlohmann-json3-dev libssl-dev
+  libopenblas0-openmp libjemalloc-dev libgloo-dev libcli11-dev libfmt-dev nlohmann-json3-dev libssl-dev
   bible-kjv
 )
 plot=(python3-pandas python3-matplotlib python3-pil)
