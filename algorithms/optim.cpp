@@ -51,6 +51,11 @@ double scheduled_lr(const OptimizerConfig& cfg, int64_t step, int64_t total_step
 
 void optimizer_step(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params,
                     const OptimizerConfig& cfg, int64_t step, int64_t total_steps) {
+  // Parameters on the meta device (a timing-only run) have no values to update: one step gives the
+  // optimizer its state's shapes (what a joiner downloads), and the others would change nothing, so
+  // they return before touching the optimizer (a swarm's workers are visited thousands of times).
+  const bool meta = !params.empty() && params.front().is_meta();
+  if (meta && !opt.state().empty()) return;
   TorchTimer timer(torch_time().optimizer_ns);
   double lr = scheduled_lr(cfg, step, total_steps);
   for (auto& group : opt.param_groups()) group.options().set_lr(lr);
@@ -59,17 +64,17 @@ void optimizer_step(torch::optim::Optimizer& opt, const std::vector<torch::Tenso
     adam.lr = cfg.adamw_lr;
     muon->set_lrs(lr, scheduled_lr(adam, step, total_steps));
   }
-  // Parameters on the meta device (a timing-only run) have no values to update: one step gives the
-  // optimizer its state's shapes (what a joiner downloads), and the others would change nothing.
-  const bool meta = !params.empty() && params.front().is_meta();
-  if (meta && !opt.state().empty()) return;
   if (cfg.clip_norm > 0 && !meta) torch::nn::utils::clip_grad_norm_(params, cfg.clip_norm);  // reads the norm's value
   opt.step();
 }
 
+bool outer_step_changes_nothing(const torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params) {
+  return !params.empty() && params.front().is_meta() && !opt.state().empty();
+}
+
 void outer_step(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params) {
+  if (outer_step_changes_nothing(opt, params)) return;
   TorchTimer timer(torch_time().optimizer_ns);
-  if (!params.empty() && params.front().is_meta() && !opt.state().empty()) return;
   opt.step();
 }
 

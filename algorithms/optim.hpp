@@ -28,5 +28,8 @@ void optimizer_step(torch::optim::Optimizer& opt, const std::vector<torch::Tenso
 // On the meta device (timing only) only the first one runs: it gives the state its shapes (what a
 // joiner downloads); the others would change nothing.
 void outer_step(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params);
+// Whether outer_step would return at once (meta parameters, state already shaped): its caller may then
+// skip setting the gradients too.
+bool outer_step_changes_nothing(const torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params);
 
 }  // namespace locosim

@@ -41,15 +41,15 @@ void TrainLoop::run(int64_t first_step) {
   const int64_t tokens_per_step = cfg_.batch_size * model_->config().seq_len;
   steps_done_ = first_step;
   tally_.pending_since_s = transport_.now_s();
+  for (auto& p : timing_params) {  // a timing-only run's gradients: of the parameters' shapes, made once
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+  }
   for (int64_t step = first_step; !over(step); ++step) {
     double train_loss = std::numeric_limits<double>::quiet_NaN();
     // What needs the clock between steps asks at_now(): where the transport runs a timing-only
     // worker's steps ahead, it answers once their time has passed.
     transport_.at_now([this](double now_s) { computing_since_s_ = now_s; });
-    if (!timing_params.empty()) {  // gradients of the parameters' shapes, and no work to run
-      for (auto& p : timing_params) {
-        if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
-      }
+    if (!timing_params.empty()) {  // no work to run
       policy_.compute_step(transport_, flops_per_step_, [] {});
     } else {
       Batch batch = shard_.next(static_cast<int>(cfg_.batch_size));
