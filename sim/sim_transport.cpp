@@ -247,11 +247,11 @@ static std::pair<sg4::ActorPtr, std::shared_ptr<SideRun>> run_side(SimWorld& wor
                                                                   sg4::Host* host, std::function<void()> job) {
   if (world.sides) return world.sides->run(host, std::move(job));
   // A side only drives SimGrid comms, yet its stack is 64 MiB, on purpose: SimGrid 3.32's set_stacksize
-  // takes KiB, and a stack above glibc's largest mmap threshold (32 MiB) is mapped for the side and
-  // unmapped when it ends, its memory returned at once. A 64 KiB one comes from the heap, which the sides'
-  // stacks then fragment: 4096 workers x 100 rounds (bench/scale.py, ring) took 835 -> 1572 MiB and 12%
-  // more CPU (bench/README.md, 2026-11-26, later). The default 8 MiB would go the heap's way too, once
-  // glibc's dynamic threshold has risen past it.
+  // takes KiB, and a stack that large is a mapping of its own, whose pages go back when it ends, where
+  // small ones share the heap with everything else and fragment it. Under glibc's allocator, 4096
+  // workers x 100 rounds (bench/scale.py, ring) took 835 -> 1572 MiB with 64 KiB stacks (bench/README.md,
+  // 2026-11-26, later); under jemalloc, which the programs now use, a 4096-worker run with churn took
+  // 823-831 MiB against 694-695 MiB, in the same time (bench/README.md, 2026-11-27).
   constexpr unsigned kSideStackKiB = 64 * 1024;
   return {sg4::Actor::init(name, host)->set_stacksize(kSideStackKiB)->start(std::move(job)), nullptr};
 }
