@@ -15,51 +15,51 @@
 namespace sg4 = simgrid::s4u;
 
 namespace locosim {
-namespace {
 
-// A stretch of time over which a link carried a constant bytes_per_s (> 0).
-struct Segment {
-  double start_s = 0;
-  double end_s = 0;
-  double bytes_per_s = 0;
-};
+// The meter's links and the stretches of time each carried traffic. Segment and MeteredLink are
+// State's own, not in an anonymous namespace: State is declared in links.hpp, and a class that other
+// files can name should not hold members of a type that only this file can (-Wsubobject-linkage).
+struct LinkMeter::State {
+  // A stretch of time over which a link carried a constant bytes_per_s (> 0).
+  struct Segment {
+    double start_s = 0;
+    double end_s = 0;
+    double bytes_per_s = 0;
+  };
 
-struct MeteredLink {
-  const sg4::Link* link = nullptr;
-  LinkTraffic info;                // bytes left empty until report()
-  std::vector<Segment> segments;
-  std::vector<std::pair<double, double>> capacity;  // (from time, bytes/s it could carry; 0 while off)
-};
+  struct MeteredLink {
+    const sg4::Link* link = nullptr;
+    LinkTraffic info;                // bytes left empty until report()
+    std::vector<Segment> segments;
+    std::vector<std::pair<double, double>> capacity;  // (from time, bytes/s it could carry; 0 while off)
+  };
 
-// Appends [start, end) at `rate` to `segments`, extending the last one when it continues it.
-void extend(std::vector<Segment>& segments, double start, double end, double rate) {
-  if (!segments.empty() && segments.back().end_s == start && segments.back().bytes_per_s == rate) {
-    segments.back().end_s = end;
-  } else {
-    segments.push_back({start, end, rate});
-  }
-}
-
-// Integrates `segments` over the report's buckets.
-std::vector<double> bucketed(const std::vector<Segment>& segments, const LinkReport& r, size_t buckets) {
-  std::vector<double> out(buckets, 0.0);
-  for (const Segment& s : segments) {
-    const double end = std::min(s.end_s, r.end_s);
-    if (!(end > s.start_s)) continue;
-    size_t first = static_cast<size_t>(s.start_s / r.bucket_s);
-    for (size_t b = std::min(first, buckets - 1); b < buckets; ++b) {
-      const double lo = std::max(s.start_s, r.bucket_start_s(b));
-      const double hi = std::min(end, r.bucket_end_s(b));
-      if (r.bucket_start_s(b) >= end) break;
-      if (hi > lo) out[b] += (hi - lo) * s.bytes_per_s;
+  // Appends [start, end) at `rate` to `segments`, extending the last one when it continues it.
+  static void extend(std::vector<Segment>& segments, double start, double end, double rate) {
+    if (!segments.empty() && segments.back().end_s == start && segments.back().bytes_per_s == rate) {
+      segments.back().end_s = end;
+    } else {
+      segments.push_back({start, end, rate});
     }
   }
-  return out;
-}
 
-}  // namespace
+  // Integrates `segments` over the report's buckets.
+  static std::vector<double> bucketed(const std::vector<Segment>& segments, const LinkReport& r, size_t buckets) {
+    std::vector<double> out(buckets, 0.0);
+    for (const Segment& s : segments) {
+      const double end = std::min(s.end_s, r.end_s);
+      if (!(end > s.start_s)) continue;
+      size_t first = static_cast<size_t>(s.start_s / r.bucket_s);
+      for (size_t b = std::min(first, buckets - 1); b < buckets; ++b) {
+        const double lo = std::max(s.start_s, r.bucket_start_s(b));
+        const double hi = std::min(end, r.bucket_end_s(b));
+        if (r.bucket_start_s(b) >= end) break;
+        if (hi > lo) out[b] += (hi - lo) * s.bytes_per_s;
+      }
+    }
+    return out;
+  }
 
-struct LinkMeter::State {
   std::vector<MeteredLink> links;
   std::map<const sg4::Link*, size_t> index;
   double last_clock_s = 0;
@@ -118,6 +118,7 @@ LinkMeter::LinkMeter(const std::vector<sg4::Host*>& workers) : state_(std::make_
     if (in.size() >= 2) owner[in.back()] = {static_cast<int>(i), "down"};
   }
 
+  using MeteredLink = State::MeteredLink;
   std::vector<MeteredLink> own, shared;
   for (const sg4::Link* link : sg4::Engine::get_instance()->get_all_links()) {
     if (link->get_name().rfind("__", 0) == 0) continue;  // SimGrid's own (a full zone's __loopback__)
@@ -163,14 +164,14 @@ LinkReport LinkMeter::report(double bucket_s, double end_s) const {
   const auto buckets = static_cast<size_t>(std::max(1.0, std::ceil(r.end_s / r.bucket_s)));
   for (const auto& m : state_->links) {
     LinkTraffic t = m.info;
-    t.bytes = bucketed(m.segments, r, buckets);
-    std::vector<Segment> capacity;  // the change points as segments, the last one to the end
+    t.bytes = State::bucketed(m.segments, r, buckets);
+    std::vector<State::Segment> capacity;  // the change points as segments, the last one to the end
     for (size_t i = 0; i < m.capacity.size(); ++i) {
       const double until = i + 1 < m.capacity.size() ? m.capacity[i + 1].first : std::max(r.end_s, m.capacity[i].first);
       capacity.push_back({m.capacity[i].first, until, m.capacity[i].second});
     }
-    if (m.capacity.size() > 1) t.capacity_bytes = bucketed(capacity, r, buckets);
-    for (const Segment& c : capacity) {
+    if (m.capacity.size() > 1) t.capacity_bytes = State::bucketed(capacity, r, buckets);
+    for (const State::Segment& c : capacity) {
       if (c.bytes_per_s > 0 || c.start_s >= r.end_s) continue;
       if (!t.off.empty() && t.off.back().second == c.start_s) {
         t.off.back().second = std::min(c.end_s, r.end_s);
