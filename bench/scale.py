@@ -8,7 +8,15 @@ so no LibTorch work is done: the cost is the simulator's own. One line per run:
 
     scale workers=256 collective=relay rounds=100 wall_s=1.92 cpu_s=1.85 peak_mib=210 simulated_s=5123.4 per_worker_round_us=75.0
 
-Usage: python3 bench/scale.py [--locosim build/locosim] [--workers 256,1024,4096] [--rounds 100]
+per_worker_round_us divides the whole run (start-up, building the workers, writing the run folder) by
+the worker-rounds. With `--margin R0`, each point also runs R0 rounds, and marginal_us is what one more
+round costs a worker: (wall at R - wall at R0) / (workers x (R - R0)); a last line per collective gives
+the ratio of the largest worker count's marginal cost to the smallest's (the issue's "cost linear in
+workers"):
+
+    scale_ratio collective=relay workers=4096/256 marginal_ratio=1.90 printed_ratio=0.72
+
+Usage: python3 bench/scale.py [--locosim build/locosim] [--workers 256,1024,4096] [--rounds 100] [--margin 50]
 """
 import argparse
 import json
@@ -45,6 +53,25 @@ policies:
 """
 
 
+def run(locosim, workers, rounds, inner_steps, collective):
+    """One run: (wall s, CPU s, peak KiB, simulated s)."""
+    with tempfile.TemporaryDirectory(prefix="locosim-scale-") as tmp:
+        path = pathlib.Path(tmp) / "scale.yaml"
+        path.write_text(scenario(workers, rounds, inner_steps, collective))
+        start = time.monotonic()
+        # GNU time's %M: the largest resident set of the run's processes (its simulation child
+        # included); %U and %S: their CPU time, which other processes on a shared machine inflate
+        # less than the wall time.
+        result = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", locosim, "run", str(path), "-o",
+                                 f"{tmp}/runs", "--no-progress", "--force"], capture_output=True, text=True)
+        wall = time.monotonic() - start
+        if result.returncode != 0:
+            sys.exit(f"scale: {workers} workers, {collective}: locosim failed:\n{result.stderr}")
+        peak_kib, user_s, system_s = result.stderr.strip().splitlines()[-1].split()
+        summary = json.loads(pathlib.Path(f"{tmp}/runs/scale/diloco/summary.json").read_text())
+        return wall, float(user_s) + float(system_s), int(peak_kib), summary["wall_clock_s"]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--locosim", default=str(ROOT / "build" / "locosim"))
@@ -52,28 +79,31 @@ def main():
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--inner-steps", type=int, default=5)
     parser.add_argument("--collectives", default="relay,ring")
+    parser.add_argument("--margin", type=int, default=0,
+                        help="also run this many rounds (fewer than --rounds) and print the marginal cost")
     args = parser.parse_args()
+    if args.margin and not 0 < args.margin < args.rounds:
+        sys.exit(f"scale: --margin must be between 0 and --rounds ({args.rounds}), got {args.margin}")
     for collective in args.collectives.split(","):
+        costs = {}  # workers -> (per_worker_round_us, marginal_us)
         for workers in [int(w) for w in args.workers.split(",")]:
-            with tempfile.TemporaryDirectory(prefix="locosim-scale-") as tmp:
-                path = pathlib.Path(tmp) / "scale.yaml"
-                path.write_text(scenario(workers, args.rounds, args.inner_steps, collective))
-                start = time.monotonic()
-                # GNU time's %M: the largest resident set of the run's processes (its simulation child
-                # included); %U and %S: their CPU time, which other processes on a shared machine inflate
-                # less than the wall time.
-                result = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", args.locosim, "run", str(path), "-o",
-                                         f"{tmp}/runs", "--no-progress", "--force"], capture_output=True, text=True)
-                wall = time.monotonic() - start
-                if result.returncode != 0:
-                    sys.exit(f"scale: {workers} workers, {collective}: locosim failed:\n{result.stderr}")
-                peak_kib, user_s, system_s = result.stderr.strip().splitlines()[-1].split()
-                peak_kib, cpu_s = int(peak_kib), float(user_s) + float(system_s)
-                summary = json.loads(pathlib.Path(f"{tmp}/runs/scale/diloco/summary.json").read_text())
-                per = wall / (workers * args.rounds) * 1e6
-                print(f"scale workers={workers} collective={collective} rounds={args.rounds} "
-                      f"inner_steps={args.inner_steps} wall_s={wall:.2f} cpu_s={cpu_s:.2f} peak_mib={peak_kib / 1024:.0f} "
-                      f"simulated_s={summary['wall_clock_s']:.1f} per_worker_round_us={per:.1f}", flush=True)
+            wall, cpu_s, peak_kib, simulated_s = run(args.locosim, workers, args.rounds, args.inner_steps, collective)
+            per = wall / (workers * args.rounds) * 1e6
+            line = (f"scale workers={workers} collective={collective} rounds={args.rounds} "
+                    f"inner_steps={args.inner_steps} wall_s={wall:.2f} cpu_s={cpu_s:.2f} peak_mib={peak_kib / 1024:.0f} "
+                    f"simulated_s={simulated_s:.1f} per_worker_round_us={per:.1f}")
+            marginal = None
+            if args.margin:
+                wall0 = run(args.locosim, workers, args.margin, args.inner_steps, collective)[0]
+                marginal = (wall - wall0) / (workers * (args.rounds - args.margin)) * 1e6
+                line += f" margin_rounds={args.margin} margin_wall_s={wall0:.2f} marginal_us={marginal:.1f}"
+            costs[workers] = (per, marginal)
+            print(line, flush=True)
+        if args.margin and len(costs) > 1:
+            low, high = min(costs), max(costs)
+            print(f"scale_ratio collective={collective} workers={high}/{low} "
+                  f"marginal_ratio={costs[high][1] / costs[low][1]:.2f} "
+                  f"printed_ratio={costs[high][0] / costs[low][0]:.2f}", flush=True)
 
 
 if __name__ == "__main__":
