@@ -38,7 +38,7 @@ test: build
 # (PEER, skipped with a line saying so where there is none). Each prints one line per measurement.
 bench: build bench-deps
 	@cmake --build $(BUILD) -j $(JOBS) --target step_bench
-	python3 bench/scale.py --locosim $(BUILD)/locosim --margin 50
+	python3 bench/scale.py --locosim $(BUILD)/locosim --marginal 204800
 	python3 bench/overhead.py --locosim $(BUILD)/locosim
 	@if [ -f "$(PEER)" ]; then python3 bench/peer.py --locosim $(BUILD)/locosim --peer "$(PEER)"; \
 	else echo "peer skipped: no Python DiLoCo loop at $(PEER) (make bench PEER=path/to/diloco_peer.py)"; fi

@@ -9,14 +9,15 @@ so no LibTorch work is done: the cost is the simulator's own. One line per run:
     scale workers=256 collective=relay rounds=100 wall_s=1.92 cpu_s=1.85 peak_mib=210 simulated_s=5123.4 per_worker_round_us=75.0
 
 per_worker_round_us divides the whole run (start-up, building the workers, writing the run folder) by
-the worker-rounds. With `--margin R0`, each point also runs R0 rounds, and marginal_us is what one more
-round costs a worker: (wall at R - wall at R0) / (workers x (R - R0)); a last line per collective gives
-the ratio of the largest worker count's marginal cost to the smallest's (the issue's "cost linear in
-workers"):
+the worker-rounds. With `--marginal N`, each point also runs E more rounds, E = N / workers rounded up
+(the same added work at every worker count, so start-up's noise weighs the same), and marginal_us is
+what one more round costs a worker: (wall at R + E - wall at R) / (workers x E). A last line per
+collective gives the ratio of the largest worker count's marginal cost to the smallest's:
 
     scale_ratio collective=relay workers=4096/256 marginal_ratio=1.90 printed_ratio=0.72
 
-Usage: python3 bench/scale.py [--locosim build/locosim] [--workers 256,1024,4096] [--rounds 100] [--margin 50]
+Usage: python3 bench/scale.py [--locosim build/locosim] [--workers 256,1024,4096] [--rounds 100]
+                              [--marginal 204800]
 """
 import argparse
 import json
@@ -79,11 +80,11 @@ def main():
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--inner-steps", type=int, default=5)
     parser.add_argument("--collectives", default="relay,ring")
-    parser.add_argument("--margin", type=int, default=0,
-                        help="also run this many rounds (fewer than --rounds) and print the marginal cost")
+    parser.add_argument("--marginal", type=int, default=0,
+                        help="worker-rounds to add to each point in a second run, to print the marginal cost")
     args = parser.parse_args()
-    if args.margin and not 0 < args.margin < args.rounds:
-        sys.exit(f"scale: --margin must be between 0 and --rounds ({args.rounds}), got {args.margin}")
+    if args.marginal < 0:
+        sys.exit(f"scale: --marginal must be a number of worker-rounds >= 0, got {args.marginal}")
     for collective in args.collectives.split(","):
         costs = {}  # workers -> (per_worker_round_us, marginal_us)
         for workers in [int(w) for w in args.workers.split(",")]:
@@ -93,13 +94,14 @@ def main():
                     f"inner_steps={args.inner_steps} wall_s={wall:.2f} cpu_s={cpu_s:.2f} peak_mib={peak_kib / 1024:.0f} "
                     f"simulated_s={simulated_s:.1f} per_worker_round_us={per:.1f}")
             marginal = None
-            if args.margin:
-                wall0 = run(args.locosim, workers, args.margin, args.inner_steps, collective)[0]
-                marginal = (wall - wall0) / (workers * (args.rounds - args.margin)) * 1e6
-                line += f" margin_rounds={args.margin} margin_wall_s={wall0:.2f} marginal_us={marginal:.1f}"
+            if args.marginal:
+                extra = -(-args.marginal // workers)
+                wall1 = run(args.locosim, workers, args.rounds + extra, args.inner_steps, collective)[0]
+                marginal = (wall1 - wall) / (workers * extra) * 1e6
+                line += f" more_rounds={extra} more_wall_s={wall1:.2f} marginal_us={marginal:.1f}"
             costs[workers] = (per, marginal)
             print(line, flush=True)
-        if args.margin and len(costs) > 1:
+        if args.marginal and len(costs) > 1:
             low, high = min(costs), max(costs)
             print(f"scale_ratio collective={collective} workers={high}/{low} "
                   f"marginal_ratio={costs[high][1] / costs[low][1]:.2f} "
