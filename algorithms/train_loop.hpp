@@ -61,8 +61,9 @@ class TrainLoop {
 
   // Timing only (numerics: none): the parameters the policy updates, on torch's meta device (shapes,
   // no values); the model is not touched. A step draws no batch and runs no forward or backward (run()
-  // gives these parameters gradients of their shapes once, and no policy clears them), nothing is evaluated, and the losses are NaN.
-  // The policy and the transport run as in a full run. Empty: a full run.
+  // gives these parameters gradients of their shapes once, and no policy clears them), nothing is
+  // evaluated, and the losses are NaN. The policy and the transport run as in a full run. Empty: a
+  // full run.
   std::vector<torch::Tensor> timing_params;
 
  private:
