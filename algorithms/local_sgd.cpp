@@ -41,7 +41,7 @@ std::vector<torch::Tensor> Anchor::pseudo_gradient(const std::vector<torch::Tens
 }
 
 void Anchor::outer_step(const std::vector<torch::Tensor>& mean_delta) {
-  if (outer_step_changes_nothing(*outer_, theta_)) return;
+  if (step_changes_nothing(*outer_, theta_)) return;
   for (size_t i = 0; i < theta_.size(); ++i) theta_[i].mutable_grad() = mean_delta[i];
   locosim::outer_step(*outer_, theta_);
 }

@@ -49,13 +49,16 @@ double scheduled_lr(const OptimizerConfig& cfg, int64_t step, int64_t total_step
   return cfg.lr * (cfg.min_lr_ratio + (1.0 - cfg.min_lr_ratio) * cosine);
 }
 
+static bool on_meta(const std::vector<torch::Tensor>& params) { return !params.empty() && params.front().is_meta(); }
+
+bool step_changes_nothing(const torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params) {
+  return on_meta(params) && !opt.state().empty();
+}
+
 void optimizer_step(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params,
                     const OptimizerConfig& cfg, int64_t step, int64_t total_steps) {
-  // Parameters on the meta device (a timing-only run) have no values to update: one step gives the
-  // optimizer its state's shapes (what a joiner downloads), and the others would change nothing, so
-  // they return before touching the optimizer (a swarm's workers are visited thousands of times).
-  const bool meta = !params.empty() && params.front().is_meta();
-  if (meta && !opt.state().empty()) return;
+  // A swarm's workers are visited thousands of times: return before touching the optimizer.
+  if (step_changes_nothing(opt, params)) return;
   TorchTimer timer(torch_time().optimizer_ns);
   double lr = scheduled_lr(cfg, step, total_steps);
   for (auto& group : opt.param_groups()) group.options().set_lr(lr);
@@ -64,16 +67,12 @@ void optimizer_step(torch::optim::Optimizer& opt, const std::vector<torch::Tenso
     adam.lr = cfg.adamw_lr;
     muon->set_lrs(lr, scheduled_lr(adam, step, total_steps));
   }
-  if (cfg.clip_norm > 0 && !meta) torch::nn::utils::clip_grad_norm_(params, cfg.clip_norm);  // reads the norm's value
+  if (cfg.clip_norm > 0 && !on_meta(params)) torch::nn::utils::clip_grad_norm_(params, cfg.clip_norm);  // reads the norm's value
   opt.step();
 }
 
-bool outer_step_changes_nothing(const torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params) {
-  return !params.empty() && params.front().is_meta() && !opt.state().empty();
-}
-
 void outer_step(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params) {
-  if (outer_step_changes_nothing(opt, params)) return;
+  if (step_changes_nothing(opt, params)) return;
   TorchTimer timer(torch_time().optimizer_ns);
   opt.step();
 }

@@ -20,16 +20,17 @@ double optimizer_flops_per_step(const std::vector<torch::Tensor>& params, const 
 // The learning rate at `step` (0-based) of `total_steps`.
 double scheduled_lr(const OptimizerConfig& cfg, int64_t step, int64_t total_steps);
 
-// Sets the schedule's lr, clips the gradients and steps the optimizer.
+// Whether a step of `opt` would change nothing: parameters on the meta device (a timing-only run) have
+// no values to update, so only the first step runs, to give the optimizer its state's shapes (what a
+// joiner downloads). optimizer_step and outer_step then return at once; a caller may skip its own work.
+bool step_changes_nothing(const torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params);
+
+// Sets the schedule's lr, clips the gradients and steps the optimizer (see step_changes_nothing).
 void optimizer_step(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params,
                     const OptimizerConfig& cfg, int64_t step, int64_t total_steps);
 
-// An outer optimizer's step (DiLoCo's Nesterov SGD) on parameters whose grad holds the pseudo-gradient.
-// On the meta device (timing only) only the first one runs: it gives the state its shapes (what a
-// joiner downloads); the others would change nothing.
+// An outer optimizer's step (DiLoCo's Nesterov SGD) on parameters whose grad holds the pseudo-gradient
+// (see step_changes_nothing).
 void outer_step(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params);
-// Whether outer_step would return at once (meta parameters, state already shaped): its caller may then
-// skip setting the gradients too.
-bool outer_step_changes_nothing(const torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params);
 
 }  // namespace locosim
