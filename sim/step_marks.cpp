@@ -93,7 +93,7 @@ struct StepMarks::State {
     for (Chain* c : ended) {
       c->ends[c->step] = now;
       if (++c->step + 1 == c->flops.size()) {
-        c->last->set_host(c->host);  // it was waiting for its host only: it starts now
+        c->last->set_flops_amount(c->flops.back())->set_priority(1.0)->set_host(c->host);  // it starts now
       } else {
         mark(*c, now);
       }
@@ -120,13 +120,14 @@ std::vector<double> StepMarks::run(sg4::Host* host, std::vector<double> flops) {
   c.speed = host->get_speed();
   c.ends.assign(flops.size(), 0);
   c.flops = std::move(flops);
+  // No simcall before the wait: the actors run one at a time on the maestro's thread, the marks and
+  // the timer are plain data, and the last exec, without a host, is only vetoed (no simcall either):
+  // wait() does not start it, and the clock's callback gives it its flops and its host when its turn
+  // comes (Exec::set_host starts it). One scheduling round per run of steps, where there were two.
   c.last = sg4::Exec::init();
-  simgrid::kernel::actor::simcall_answered([this, &c] {
-    // No host yet: vetoed, it waits for one (Exec::set_host starts it), and wait() does not start it.
-    c.last->set_flops_amount(c.flops.back())->set_priority(1.0)->vetoable_start();
-    state_->mark(c, sg4::Engine::get_clock());
-    state_->keep_stop(sg4::Engine::get_clock());
-  });
+  c.last->vetoable_start();
+  state_->mark(c, sg4::Engine::get_clock());
+  state_->keep_stop(sg4::Engine::get_clock());
   c.last->wait();
   if (!state_->broken.empty()) throw std::logic_error(state_->broken);
   // The exec ends where SimGrid's arithmetic puts it; the marks did the same arithmetic before it.
