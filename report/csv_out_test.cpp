@@ -3,10 +3,13 @@
 #include "report/csv_out.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <random>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/doctest_torch.hpp"
 
@@ -50,4 +53,64 @@ TEST_CASE("csv out: a field longer than any number goes through whole") {
   csv.text(host).end_row();
   csv.flush();
   CHECK(out.str() == "a," + host + ",7\n" + host + "\n");
+}
+
+// The short paths (csv_out.hpp) against printf, one number per row, on numbers where they are most
+// likely to go wrong: near every power of ten of the fixed range and its ends, on and near rounding
+// ties at the 9th significant and the 6th decimal digit, whole numbers, and random magnitudes.
+TEST_CASE("csv out: %.9g and %.6f print as printf prints them near powers of ten, ties and the ends of the short paths") {
+  std::vector<double> values;
+  for (int e = -8; e <= 13; ++e) {
+    const double p = std::pow(10.0, e);
+    for (double v : {p, std::nextafter(p, 0.0), std::nextafter(p, 1e300), p * (1 - 5e-10), p * (1 - 4.9e-10),
+                     p * (1 - 5.1e-10), p * (1 + 5e-9), p * 0.9999999995, p * 9.9999999995, p * 9.999999995}) {
+      values.push_back(v);
+    }
+  }
+  std::mt19937_64 random(20261127);
+  std::uniform_real_distribution<double> exponent(-7.0, 12.0), unit(0.0, 1.0);
+  for (int i = 0; i < 100000; ++i) {
+    const double v = std::pow(10.0, exponent(random));
+    values.push_back(v);
+    // On and beside a tie at the 9th significant digit and at the 6th decimal.
+    const double x = std::floor(std::log10(v));
+    const double step9 = std::pow(10.0, x - 8), tie9 = (std::floor(v / step9) + 0.5) * step9;
+    const double tie6 = (std::floor(v * 1e6) + 0.5) / 1e6;
+    for (double t : {tie9, tie6}) values.insert(values.end(), {t, std::nextafter(t, 0.0), std::nextafter(t, 1e300)});
+    values.push_back(std::floor(v));           // whole numbers
+    values.push_back(std::round(v * 1e3) / 1e3);  // three decimals, as times often have
+  }
+  for (int64_t n = 0; n < 3000; ++n) values.push_back(static_cast<double>(n) + unit(random) * 1e-6);
+  const size_t count = values.size();
+  for (size_t i = 0; i < count; ++i) values.push_back(-values[i]);
+  values.insert(values.end(), {0.0, -0.0, 5e-324, std::numeric_limits<double>::infinity(), 999999999.5, 999999.9999995,
+                               0.00009999999995, 0.0001, 1e9, -1e-7, 0.5e-6, 1.5e-6, 2.5e-6});
+
+  std::ostringstream out;
+  std::string expected;
+  {
+    CsvOut csv(out);
+    char buf[1024];
+    for (double v : values) {
+      csv.g9(v).fixed6(v).end_row();
+      std::snprintf(buf, sizeof buf, "%.9g,%.6f\n", v, v);
+      expected += buf;
+    }
+    csv.flush();
+  }
+  // Compared row by row, so that a failure names the number.
+  std::istringstream got(out.str()), want(expected);
+  std::string a, b;
+  size_t wrong = 0;
+  for (size_t i = 0; std::getline(want, b); ++i) {
+    std::getline(got, a);
+    if (a != b && ++wrong <= 10) {
+      char v[64];
+      std::snprintf(v, sizeof v, "%.17g", values[i]);
+      INFO("value " << v);
+      CHECK(a == b);
+    }
+  }
+  CHECK(wrong == 0);
+  CHECK(values.size() > 1000000);
 }
