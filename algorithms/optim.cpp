@@ -51,8 +51,14 @@ double scheduled_lr(const OptimizerConfig& cfg, int64_t step, int64_t total_step
 
 static bool on_meta(const std::vector<torch::Tensor>& params) { return !params.empty() && params.front().is_meta(); }
 
+// Set by a MetaStateUnread while it lives (a simulation runs on one thread, one at a time).
+static bool meta_state_unread = false;
+
+MetaStateUnread::MetaStateUnread() { meta_state_unread = true; }
+MetaStateUnread::~MetaStateUnread() { meta_state_unread = false; }
+
 bool step_changes_nothing(const torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params) {
-  return on_meta(params) && !opt.state().empty();
+  return on_meta(params) && (meta_state_unread || !opt.state().empty());
 }
 
 void optimizer_step(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params,

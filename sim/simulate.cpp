@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
+#include "algorithms/optim.hpp"
 #include "scenario/device.hpp"
 #include "scenario/worker.hpp"
 #include "report/recorder_csv.hpp"
@@ -141,6 +143,9 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
     marks = std::make_unique<StepMarks>();
     world.marks = marks.get();
   }
+  // Timing only on a world that never changes: no worker joins, so no one reads the optimizers' state.
+  std::optional<MetaStateUnread> unread;
+  if (timing_only && !can_fail) unread.emplace();
   const int world_size = scenario.world_size();
   std::vector<SimWorker> workers(world_size);
   for (int rank = 0; rank < world_size; ++rank) {
