@@ -179,7 +179,8 @@ class Transport {
   // Calls `fn` with now_s(). A transport may let compute() return before the step's time has passed
   // (the simulator's timing-only steps: SimWorld::marks); it then calls `fn` once the steps computed
   // before this call have passed, in the order asked, at the latest before anything else asked of it.
-  // For what the worker notes between its steps (a metric row's time) without waiting for the clock.
+  // For what the worker notes between its steps (a metric row's time) without waiting for the clock:
+  // `fn` asks nothing of the transport.
   virtual void at_now(std::function<void(double now_s)> fn) { fn(now_s()); }
 };
 

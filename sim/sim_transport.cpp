@@ -96,15 +96,24 @@ void SimTransport::at_now(std::function<void(double now_s)> fn) {
 
 void SimTransport::flush_computes() {
   if (queued_flops_.empty()) return;
-  const auto then = std::exchange(queued_then_, {});
+  // Swapped out (the callbacks may queue more) and back in empty: the three vectors keep their
+  // room from one round to the next.
+  std::vector<std::pair<size_t, std::function<void(double)>>> then;
+  then.swap(queued_then_);
   const double start = sg4::Engine::get_clock();
   computing_since_s_ = start;
-  const std::vector<double> ends = world_.marks->run(world_.hosts[rank_], std::exchange(queued_flops_, {}));
+  std::vector<double>& ends = step_ends_;
+  world_.marks->run(world_.hosts[rank_], queued_flops_, ends);
+  queued_flops_.clear();
   computing_since_s_ = -1;
   for (size_t i = 0; i < ends.size(); ++i) {
     world_.recorder->event({rank_, EventKind::compute, i == 0 ? start : ends[i - 1], ends[i], 0, -1});
   }
   for (const auto& [steps, fn] : then) fn(steps == 0 ? start : ends[steps - 1]);
+  if (queued_then_.empty()) {
+    then.clear();
+    queued_then_.swap(then);
+  }
 }
 
 void SimTransport::compute(double flops, const std::function<void()>& work) {

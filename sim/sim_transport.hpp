@@ -184,6 +184,7 @@ class SimTransport : public Transport {
   void flush_computes();
   std::vector<double> queued_flops_;
   std::vector<std::pair<size_t, std::function<void(double)>>> queued_then_;  // after that many queued steps
+  std::vector<double> step_ends_;  // the queued steps' ends, once run
   // Starts the deferred sides in kept actors, from now.
   void run_deferred();
 

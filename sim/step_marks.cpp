@@ -34,8 +34,8 @@ struct StepMarks::State {
   struct Chain {
     sg4::Host* host = nullptr;
     double speed = 0;
-    std::vector<double> flops;
-    std::vector<double> ends;
+    const std::vector<double>* flops = nullptr;  // the caller's, as long as the run lasts
+    std::vector<double>* ends = nullptr;
     size_t step = 0;          // the step running now, as a mark
     double date = 0;          // its date: start + flops / speed, as the CPU model computes it
     sg4::ExecPtr last;
@@ -60,7 +60,7 @@ struct StepMarks::State {
   double stop_date = 0;
 
   void mark(Chain& c, double now) {
-    c.date = now + c.flops[c.step] / c.speed;
+    c.date = now + (*c.flops)[c.step] / c.speed;
     marks.push({c.date, arrivals++, &c});
   }
 
@@ -91,9 +91,9 @@ struct StepMarks::State {
       marks.pop();
     }
     for (Chain* c : ended) {
-      c->ends[c->step] = now;
-      if (++c->step + 1 == c->flops.size()) {
-        c->last->set_flops_amount(c->flops.back())->set_priority(1.0)->set_host(c->host);  // it starts now
+      (*c->ends)[c->step] = now;
+      if (++c->step + 1 == c->flops->size()) {
+        c->last->set_flops_amount(c->flops->back())->set_priority(1.0)->set_host(c->host);  // it starts now
       } else {
         mark(*c, now);
       }
@@ -109,17 +109,20 @@ StepMarks::StepMarks() : state_(std::make_shared<State>()) {
 
 StepMarks::~StepMarks() = default;
 
-std::vector<double> StepMarks::run(sg4::Host* host, std::vector<double> flops) {
-  if (flops.empty()) return {};
+void StepMarks::run(sg4::Host* host, const std::vector<double>& flops, std::vector<double>& ends) {
+  ends.clear();
+  if (flops.empty()) return;
   if (flops.size() == 1) {
     execute_here(flops.front());
-    return {sg4::Engine::get_clock()};
+    ends.push_back(sg4::Engine::get_clock());
+    return;
   }
   State::Chain c;
   c.host = host;
   c.speed = host->get_speed();
-  c.ends.assign(flops.size(), 0);
-  c.flops = std::move(flops);
+  ends.assign(flops.size(), 0);
+  c.flops = &flops;
+  c.ends = &ends;
   // No simcall before the wait: the actors run one at a time on the maestro's thread, the marks and
   // the timer are plain data, and the last exec, without a host, is only vetoed (no simcall either):
   // wait() does not start it, and the clock's callback gives it its flops and its host when its turn
@@ -131,16 +134,15 @@ std::vector<double> StepMarks::run(sg4::Host* host, std::vector<double> flops) {
   c.last->wait();
   if (!state_->broken.empty()) throw std::logic_error(state_->broken);
   // The exec ends where SimGrid's arithmetic puts it; the marks did the same arithmetic before it.
-  const double start = c.ends[c.ends.size() - 2];
+  const double start = ends[ends.size() - 2];
   const double end = c.last->get_finish_time();
-  const double date = start + c.flops.back() / c.speed;
+  const double date = start + flops.back() / c.speed;
   if (c.last->get_start_time() != start || !(std::fabs(date - end) < state_->precision)) {
     throw std::logic_error("step marks: the last step ran from " + std::to_string(c.last->get_start_time()) + " to " +
                            std::to_string(end) + " s, its marks say from " + std::to_string(start) + " to " +
                            std::to_string(date) + " s");
   }
-  c.ends.back() = end;
-  return c.ends;
+  ends.back() = end;
 }
 
 }  // namespace locosim

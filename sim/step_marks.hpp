@@ -30,8 +30,8 @@ class StepMarks {
   ~StepMarks();
 
   // In a worker's actor, on `host` (its own; its speed never changes): steps of `flops` one after the
-  // other from now. Returns when the last has ended, with each step's end.
-  std::vector<double> run(simgrid::s4u::Host* host, std::vector<double> flops);
+  // other from now. Returns when the last has ended, with each step's end in `ends` (resized).
+  void run(simgrid::s4u::Host* host, const std::vector<double>& flops, std::vector<double>& ends);
 
  private:
   struct State;

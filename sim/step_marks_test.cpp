@@ -44,7 +44,7 @@ TEST_CASE("step marks: end where execs end, also where SimGrid's precision ends 
   const std::vector<double> flops(4, kStep);
   std::vector<double> by_marks, by_execs;
   double other_end = -1;
-  sg4::Actor::create("marks", sim.platform.hosts[0], [&] { by_marks = marks.run(sim.platform.hosts[0], flops); });
+  sg4::Actor::create("marks", sim.platform.hosts[0], [&] { marks.run(sim.platform.hosts[0], flops, by_marks); });
   sg4::Actor::create("execs", sim.platform.hosts[1], [&] { by_execs = execs_one_by_one(flops); });
   sg4::Actor::create("other", sim.platform.hosts[2], [&] {
     execute_here(kSpeed * (2 - close));
@@ -66,7 +66,7 @@ TEST_CASE("step marks: a mark is a stop of the clock, where another activity wit
   StepMarks marks;
   std::vector<double> ends;
   double other_end = -1;
-  sg4::Actor::create("marks", sim.platform.hosts[0], [&] { ends = marks.run(sim.platform.hosts[0], {kStep, kStep, kStep}); });
+  sg4::Actor::create("marks", sim.platform.hosts[0], [&] { marks.run(sim.platform.hosts[0], {kStep, kStep, kStep}, ends); });
   sg4::Actor::create("other", sim.platform.hosts[1], [&] {
     execute_here(kSpeed * (1 + close));
     other_end = sg4::Engine::get_clock();
