@@ -105,12 +105,14 @@ class CsvOut {
 // exact product, so a fraction a millionth clear of one half rounds as the exact value does. Numbers
 // within one unit of either end of that range take the long path (their exponent could be off by one).
 inline char* CsvOut::short_g9(char* at, double v) {
-  static constexpr double kPow10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12};
+  static constexpr double kPow10[] = {1e-4, 1e-3, 1e-2, 1e-1, 1e0, 1e1, 1e2,  1e3,  1e4,
+                                      1e5,  1e6,  1e7,  1e8,  1e9, 1e10, 1e11, 1e12};  // 10^(i - 4)
+  const auto pow10 = [](int e) { return kPow10[e + 4]; };
   const double a = std::fabs(v);
   if (!(a >= 1e-4 && a < 1e9)) return nullptr;  // zero, NaN, infinities and exponent notation included
   int x = 8;
-  while (x > -4 && a < (x >= 0 ? kPow10[x] : 1.0 / kPow10[-x])) --x;
-  const double s = a * kPow10[8 - x];
+  while (x > -4 && a < pow10(x)) --x;
+  const double s = a * pow10(8 - x);
   if (!(s >= 1e8 + 1 && s < 1e9 - 1)) return nullptr;
   const int64_t n = round_clear(s, 1e-6);
   if (n < 0) return nullptr;
