@@ -37,21 +37,33 @@ bool whole(std::string_view text, T& value, Format... format) {
   return ec == std::errc() && end == text.data() + text.size();
 }
 
-// The rows in the order of `less` (stable), as pointers: a word per row rather than a copy of each
-// (the rows of a run with thousands of workers take hundreds of MB).
+// The rows by worker, then in the order of `less` (stable), as pointers: a word per row rather than a
+// copy of each (the rows of a run with thousands of workers take hundreds of MB). The rows are first
+// dealt out by worker in one pass, and only each worker's own rows are sorted: a few hundred, nearly
+// in order as recorded and close together, where one sort of all rows compares rows all over memory.
+// The same order as one stable sort by (worker, less).
 template <class Row, class Less>
-std::vector<const Row*> sorted(const std::vector<Row>& rows, Less less) {
-  std::vector<const Row*> order;
-  order.reserve(rows.size());
-  for (const Row& row : rows) order.push_back(&row);
-  std::stable_sort(order.begin(), order.end(), [&](const Row* a, const Row* b) { return less(*a, *b); });
+std::vector<const Row*> by_worker_then(const std::vector<Row>& rows, Less less) {
+  std::vector<const Row*> order(rows.size());
+  if (rows.empty()) return order;
+  const auto [lo, hi] = std::minmax_element(rows.begin(), rows.end(),
+                                            [](const Row& a, const Row& b) { return a.worker < b.worker; });
+  const int64_t first = lo->worker, workers = int64_t{hi->worker} - first + 1;
+  std::vector<size_t> begin(static_cast<size_t>(workers) + 1, 0);  // each worker's first place in `order`
+  for (const Row& row : rows) ++begin[static_cast<size_t>(row.worker - first) + 1];
+  for (size_t w = 1; w < begin.size(); ++w) begin[w] += begin[w - 1];
+  std::vector<size_t> next(begin.begin(), begin.end() - 1);
+  for (const Row& row : rows) order[next[static_cast<size_t>(row.worker - first)]++] = &row;
+  for (size_t w = 0; w + 1 < begin.size(); ++w) {
+    std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(begin[w]),
+                     order.begin() + static_cast<std::ptrdiff_t>(begin[w + 1]),
+                     [&](const Row* a, const Row* b) { return less(*a, *b); });
+  }
   return order;
 }
 
 std::vector<const MetricRow*> by_worker_and_step(const Recorder& recorder) {
-  return sorted(recorder.metrics(), [](const MetricRow& a, const MetricRow& b) {
-    return std::tie(a.worker, a.step) < std::tie(b.worker, b.step);
-  });
+  return by_worker_then(recorder.metrics(), [](const MetricRow& a, const MetricRow& b) { return a.step < b.step; });
 }
 
 }  // namespace
@@ -112,9 +124,8 @@ ExactLosses read_exact_losses_csv(const std::string& path) {
 void write_events_csv(const Recorder& recorder, const std::string& path) {
   // A total order: rows that tie on time come out the same whichever was recorded first (SimGrid may
   // hand simultaneous completions to their actors in either order).
-  const auto rows = sorted(recorder.events(), [](const EventRow& a, const EventRow& b) {
-    return std::tie(a.worker, a.start_s, a.end_s, a.kind, a.peer, a.bytes) <
-           std::tie(b.worker, b.start_s, b.end_s, b.kind, b.peer, b.bytes);
+  const auto rows = by_worker_then(recorder.events(), [](const EventRow& a, const EventRow& b) {
+    return std::tie(a.start_s, a.end_s, a.kind, a.peer, a.bytes) < std::tie(b.start_s, b.end_s, b.kind, b.peer, b.bytes);
   });
   OutputFile file(path);
   CsvOut csv(file.out());
