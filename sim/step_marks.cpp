@@ -7,7 +7,8 @@
 
 #include <cmath>
 #include <cstdint>
-#include <queue>
+#include <map>
+#include <vector>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -41,16 +42,10 @@ struct StepMarks::State {
     sg4::ExecPtr last;
   };
 
-  struct Due {
-    double date;
-    uint64_t order;  // ties by arrival: the heap's order never reaches a time
-    Chain* chain;
-    bool operator>(const Due& o) const { return date != o.date ? date > o.date : order > o.order; }
-  };
-
   double precision = simgrid::config::get_value<double>("surf/precision");
-  std::priority_queue<Due, std::vector<Due>, std::greater<>> marks;
-  uint64_t arrivals = 0;
+  // The marks by date, each date's in the order they were made. Workers in step share dates: a
+  // date's marks are one node, where a heap of marks took a logarithm of the workers per step.
+  std::map<double, std::vector<Chain*>> marks;
   std::vector<Chain*> ended;
   std::string broken;  // a mark the clock passed (a bug): run() throws it
   // The clock's next stop for the marks: one timer, at the earliest mark's date. Every mark is the
@@ -61,17 +56,17 @@ struct StepMarks::State {
 
   void mark(Chain& c, double now) {
     c.date = now + (*c.flops)[c.step] / c.speed;
-    marks.push({c.date, arrivals++, &c});
+    marks[c.date].push_back(&c);
   }
 
   // After the marks changed at `now`: the timer at the earliest one's date. One that is due runs and
   // goes (Timer::execute_all); one that is not and marks nothing any more is removed.
   void keep_stop(double now) {
-    if (stop && !marks.empty() && stop_date == marks.top().date) return;
+    if (stop && !marks.empty() && stop_date == marks.begin()->first) return;
     if (stop && stop_date > now) stop->remove();
     stop = nullptr;
     if (marks.empty()) return;
-    stop_date = marks.top().date;
+    stop_date = marks.begin()->first;
     stop = Timer::set(stop_date, [] {});
   }
 
@@ -82,13 +77,15 @@ struct StepMarks::State {
     if (marks.empty()) return;
     const double now = sg4::Engine::get_clock();
     ended.clear();
-    while (!marks.empty() && marks.top().date - now < precision) {
-      if (!(std::fabs(marks.top().date - now) < precision) && broken.empty()) {
-        broken = "step marks: the clock passed a step's end (" + std::to_string(marks.top().date) + " s) to " +
+    while (!marks.empty() && marks.begin()->first - now < precision) {
+      const double date = marks.begin()->first;
+      if (!(std::fabs(date - now) < precision) && broken.empty()) {
+        broken = "step marks: the clock passed a step's end (" + std::to_string(date) + " s) to " +
                  std::to_string(now) + " s";
       }
-      ended.push_back(marks.top().chain);
-      marks.pop();
+      const std::vector<Chain*>& due = marks.begin()->second;
+      ended.insert(ended.end(), due.begin(), due.end());
+      marks.erase(marks.begin());
     }
     for (Chain* c : ended) {
       (*c->ends)[c->step] = now;
