@@ -48,15 +48,17 @@ std::vector<const Row*> by_worker_then(const std::vector<Row>& rows, Less less) 
   if (rows.empty()) return order;
   const auto [lo, hi] = std::minmax_element(rows.begin(), rows.end(),
                                             [](const Row& a, const Row& b) { return a.worker < b.worker; });
-  const int64_t first = lo->worker, workers = int64_t{hi->worker} - first + 1;
-  std::vector<size_t> begin(static_cast<size_t>(workers) + 1, 0);  // each worker's first place in `order`
-  for (const Row& row : rows) ++begin[static_cast<size_t>(row.worker - first) + 1];
-  for (size_t w = 1; w < begin.size(); ++w) begin[w] += begin[w - 1];
-  std::vector<size_t> next(begin.begin(), begin.end() - 1);
-  for (const Row& row : rows) order[next[static_cast<size_t>(row.worker - first)]++] = &row;
-  for (size_t w = 0; w + 1 < begin.size(); ++w) {
-    std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(begin[w]),
-                     order.begin() + static_cast<std::ptrdiff_t>(begin[w + 1]),
+  const int64_t lowest = lo->worker, workers = int64_t{hi->worker} - lowest + 1;
+  const auto slot = [lowest](const Row& row) { return static_cast<size_t>(row.worker - lowest); };
+  // starts[w]: where worker lowest + w's rows begin in `order`; starts[workers]: the end.
+  std::vector<size_t> starts(static_cast<size_t>(workers) + 1, 0);
+  for (const Row& row : rows) ++starts[slot(row) + 1];
+  for (size_t w = 1; w < starts.size(); ++w) starts[w] += starts[w - 1];
+  std::vector<size_t> fill(starts.begin(), starts.end() - 1);
+  for (const Row& row : rows) order[fill[slot(row)]++] = &row;
+  for (size_t w = 0; w + 1 < starts.size(); ++w) {
+    std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(starts[w]),
+                     order.begin() + static_cast<std::ptrdiff_t>(starts[w + 1]),
                      [&](const Row* a, const Row* b) { return less(*a, *b); });
   }
   return order;
