@@ -6,12 +6,11 @@
 #include <xbt/config.hpp>
 
 #include <cmath>
-#include <cstdint>
 #include <map>
-#include <vector>
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace sg4 = simgrid::s4u;
 using simgrid::kernel::timer::Timer;
@@ -38,7 +37,6 @@ struct StepMarks::State {
     const std::vector<double>* flops = nullptr;  // the caller's, as long as the run lasts
     std::vector<double>* ends = nullptr;
     size_t step = 0;          // the step running now, as a mark
-    double date = 0;          // its date: start + flops / speed, as the CPU model computes it
     sg4::ExecPtr last;
   };
 
@@ -54,10 +52,8 @@ struct StepMarks::State {
   Timer* stop = nullptr;
   double stop_date = 0;
 
-  void mark(Chain& c, double now) {
-    c.date = now + (*c.flops)[c.step] / c.speed;
-    marks[c.date].push_back(&c);
-  }
+  // Marks the step `c` runs now at its date: start + flops / speed, as the CPU model computes it.
+  void mark(Chain& c, double now) { marks[now + (*c.flops)[c.step] / c.speed].push_back(&c); }
 
   // After the marks changed at `now`: the timer at the earliest one's date. One that is due runs and
   // goes (Timer::execute_all); one that is not and marks nothing any more is removed.
