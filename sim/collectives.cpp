@@ -9,6 +9,7 @@
 #include <cmath>
 #include <map>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace sg4 = simgrid::s4u;
 
@@ -20,10 +21,32 @@ namespace {
 int token = 0;
 int* sink = nullptr;
 
+// The mailboxes an actor has looked up, by name. `Mailbox::by_name` is a simcall, a scheduling round
+// for the actor that makes it, and a collective's sides look up the same mailboxes collective after
+// collective (SimTransport reuses a finished collective's tag). Kept with the actor, so it never
+// outlives the engine its mailboxes belong to; an actor's helpers that end before it (the relay's
+// lanes) may use its own.
+struct KnownMailboxes {
+  static simgrid::xbt::Extension<sg4::Actor, KnownMailboxes> EXTENSION_ID;
+  std::unordered_map<std::string, sg4::Mailbox*> by_name;
+};
+simgrid::xbt::Extension<sg4::Actor, KnownMailboxes> KnownMailboxes::EXTENSION_ID =
+    sg4::Actor::extension_create<KnownMailboxes>();
+
+// The calling actor's.
+KnownMailboxes& known_mailboxes() {
+  sg4::Actor* self = sg4::Actor::self();
+  KnownMailboxes* known = self->extension<KnownMailboxes>();
+  if (!known) self->extension_set(known = new KnownMailboxes);
+  return *known;
+}
+
 // The mailbox of the messages from `from` to `to` in one phase of one collective. Messages on one
 // mailbox match in order, so a sequence of rounds between the same pair needs no round number.
-sg4::Mailbox* box(const std::string& tag, int from, int to) {
-  return sg4::Mailbox::by_name(tag + "/" + std::to_string(from) + "-to-" + std::to_string(to));
+sg4::Mailbox* box(KnownMailboxes& known, const std::string& tag, int from, int to) {
+  auto [it, added] = known.by_name.try_emplace(tag + "/" + std::to_string(from) + "-to-" + std::to_string(to));
+  if (added) it->second = sg4::Mailbox::by_name(it->first);
+  return it->second;
 }
 
 uint64_t message_bytes(double bytes) { return static_cast<uint64_t>(std::ceil(bytes)); }
@@ -33,13 +56,14 @@ uint64_t message_bytes(double bytes) { return static_cast<uint64_t>(std::ceil(by
 // simulated time passes in between): a side that posts k transfers costs one scheduling round, not k.
 class Flows {
  public:
-  Flows(int worker, Recorder& recorder) : worker_(worker), recorder_(recorder), start_s_(sg4::Engine::get_clock()) {}
+  Flows(int worker, Recorder& recorder, KnownMailboxes& known = known_mailboxes())
+      : worker_(worker), recorder_(recorder), known_(known), start_s_(sg4::Engine::get_clock()) {}
 
   void send(const std::string& tag, int to, uint64_t bytes) {
-    add(box(tag, worker_, to)->put_init(&token, bytes), EventKind::send, to, bytes);
+    add(box(known_, tag, worker_, to)->put_init(&token, bytes), EventKind::send, to, bytes);
   }
   void recv(const std::string& tag, int from, uint64_t bytes) {
-    add(box(tag, from, worker_)->get_init()->set_dst_data(reinterpret_cast<void**>(&sink), sizeof sink),
+    add(box(known_, tag, from, worker_)->get_init()->set_dst_data(reinterpret_cast<void**>(&sink), sizeof sink),
         EventKind::recv, from, bytes);
   }
   // Waits for the next transfer to finish, records it and returns it as (kind, peer).
@@ -118,6 +142,7 @@ class Flows {
 
   int worker_;
   Recorder& recorder_;
+  KnownMailboxes& known_;
   double start_s_;
   std::vector<sg4::CommPtr> comms_;
   std::vector<Meta> meta_;
@@ -263,12 +288,13 @@ void relay_all_reduce_serve(const std::vector<int>& members, int relay, const st
   if (members.size() < 2 || bytes <= 0) return;
   lanes = std::max<size_t>(1, std::min(lanes, members.size()));
   const sg4::BarrierPtr all_uploaded = lanes > 1 ? sg4::Barrier::create(static_cast<unsigned>(lanes)) : nullptr;
-  auto serve_lane = [&members, relay, tag, bytes, &recorder, lanes, all_uploaded](size_t lane) {
-    Flows uploads(relay, recorder);
+  KnownMailboxes& known = known_mailboxes();  // this actor's, for every lane: it outlives them
+  auto serve_lane = [&members, relay, tag, bytes, &recorder, lanes, all_uploaded, &known](size_t lane) {
+    Flows uploads(relay, recorder, known);
     for (size_t i = lane; i < members.size(); i += lanes) uploads.recv(tag + "/up", members[i], message_bytes(bytes));
     uploads.wait_each();  // the mean needs every contribution
     if (all_uploaded) all_uploaded->wait();
-    Flows downloads(relay, recorder);
+    Flows downloads(relay, recorder, known);
     for (size_t i = lane; i < members.size(); i += lanes) downloads.send(tag + "/down", members[i], message_bytes(bytes));
     downloads.wait_each();
   };
@@ -278,7 +304,7 @@ void relay_all_reduce_serve(const std::vector<int>& members, int relay, const st
                                         [serve_lane, lane] { serve_lane(lane); }));
   }
   serve_lane(0);
-  for (const sg4::ActorPtr& other : others) other->join();  // `members` and `recorder` outlive every lane
+  for (const sg4::ActorPtr& other : others) other->join();  // `members`, `recorder` and `known` outlive every lane
 }
 
 void hierarchical_all_reduce_flows(int rank, const std::vector<std::vector<int>>& sites, const std::string& tag,
