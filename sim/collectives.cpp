@@ -41,10 +41,13 @@ KnownMailboxes& known_mailboxes() {
   return *known;
 }
 
-// The mailbox of the messages from `from` to `to` in one phase of one collective. Messages on one
-// mailbox match in order, so a sequence of rounds between the same pair needs no round number.
-sg4::Mailbox* box(KnownMailboxes& known, const std::string& tag, int from, int to) {
-  auto [it, added] = known.by_name.try_emplace(tag + "/" + std::to_string(from) + "-to-" + std::to_string(to));
+// The mailbox of the messages from `from` to `to` in one phase of one collective, remembered in
+// `known` if given. Messages on one mailbox match in order, so a sequence of rounds between the same
+// pair needs no round number.
+sg4::Mailbox* box(KnownMailboxes* known, const std::string& tag, int from, int to) {
+  std::string name = tag + "/" + std::to_string(from) + "-to-" + std::to_string(to);
+  if (!known) return sg4::Mailbox::by_name(name);
+  auto [it, added] = known->by_name.try_emplace(std::move(name));
   if (added) it->second = sg4::Mailbox::by_name(it->first);
   return it->second;
 }
@@ -54,9 +57,10 @@ uint64_t message_bytes(double bytes) { return static_cast<uint64_t>(std::ceil(by
 // Transfers in flight on one side, each recorded as an event from `start_s` to its own end. The
 // transfers added since the last wait start together, in one simcall, at the next wait or start() (no
 // simulated time passes in between): a side that posts k transfers costs one scheduling round, not k.
+// Their mailboxes are remembered in `known` (null: looked up each time, for tags never used again).
 class Flows {
  public:
-  Flows(int worker, Recorder& recorder, KnownMailboxes& known = known_mailboxes())
+  Flows(int worker, Recorder& recorder, KnownMailboxes* known = &known_mailboxes())
       : worker_(worker), recorder_(recorder), known_(known), start_s_(sg4::Engine::get_clock()) {}
 
   void send(const std::string& tag, int to, uint64_t bytes) {
@@ -142,7 +146,7 @@ class Flows {
 
   int worker_;
   Recorder& recorder_;
-  KnownMailboxes& known_;
+  KnownMailboxes* known_;
   double start_s_;
   std::vector<sg4::CommPtr> comms_;
   std::vector<Meta> meta_;
@@ -255,14 +259,15 @@ std::vector<int> all_ranks(int world_size) {
   return ranks;
 }
 
+// One message's tag is its own (a parameter server's push): nothing to remember.
 void send_flow(int from, int to, const std::string& tag, double bytes, Recorder& recorder) {
-  Flows flows(from, recorder);
+  Flows flows(from, recorder, nullptr);
   flows.send(tag, to, message_bytes(bytes));
   flows.wait_in_order();
 }
 
 void recv_flow(int from, int to, const std::string& tag, double bytes, Recorder& recorder) {
-  Flows flows(to, recorder);
+  Flows flows(to, recorder, nullptr);
   flows.recv(tag, from, message_bytes(bytes));
   flows.wait_in_order();
 }
@@ -290,11 +295,11 @@ void relay_all_reduce_serve(const std::vector<int>& members, int relay, const st
   const sg4::BarrierPtr all_uploaded = lanes > 1 ? sg4::Barrier::create(static_cast<unsigned>(lanes)) : nullptr;
   KnownMailboxes& known = known_mailboxes();  // this actor's, for every lane: it outlives them
   auto serve_lane = [&members, relay, tag, bytes, &recorder, lanes, all_uploaded, &known](size_t lane) {
-    Flows uploads(relay, recorder, known);
+    Flows uploads(relay, recorder, &known);
     for (size_t i = lane; i < members.size(); i += lanes) uploads.recv(tag + "/up", members[i], message_bytes(bytes));
     uploads.wait_each();  // the mean needs every contribution
     if (all_uploaded) all_uploaded->wait();
-    Flows downloads(relay, recorder, known);
+    Flows downloads(relay, recorder, &known);
     for (size_t i = lane; i < members.size(); i += lanes) downloads.send(tag + "/down", members[i], message_bytes(bytes));
     downloads.wait_each();
   };
