@@ -11,6 +11,7 @@
 
 #include "algorithms/demo.hpp"
 #include "algorithms/policies.hpp"
+#include "algorithms/policy.hpp"
 #include "models/corpus.hpp"
 #include "models/llama.hpp"
 
