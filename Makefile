@@ -37,7 +37,6 @@ test: build
 # over its LibTorch work and the step pool's speed-up, and locosim against a plain PyTorch DiLoCo loop
 # (PEER, skipped with a line saying so where there is none). Each prints one line per measurement.
 bench: build bench-deps
-	@cmake --build $(BUILD) -j $(JOBS) --target step_bench
 	python3 bench/scale.py --locosim $(BUILD)/locosim --marginal 204800
 	python3 bench/overhead.py --locosim $(BUILD)/locosim
 	@if [ -f "$(PEER)" ]; then python3 bench/peer.py --locosim $(BUILD)/locosim --peer "$(PEER)"; \
