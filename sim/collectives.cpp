@@ -21,14 +21,26 @@ namespace {
 int token = 0;
 int* sink = nullptr;
 
-// The mailboxes an actor has looked up, by name. `Mailbox::by_name` is a simcall, a scheduling round
-// for the actor that makes it, and a collective's sides look up the same mailboxes collective after
-// collective (SimTransport reuses a finished collective's tag). Kept with the actor, so it never
-// outlives the engine its mailboxes belong to; an actor's helpers that end before it (the relay's
-// lanes) may use its own.
+// The mailboxes an actor has looked up, by tag, then by (from, to). `Mailbox::by_name` is a simcall, a
+// scheduling round for the actor that makes it, and a collective's sides look up the same mailboxes
+// collective after collective (SimTransport reuses a finished collective's tag). Kept with the actor,
+// so it never outlives the engine its mailboxes belong to; an actor's helpers that end before it (the
+// relay's lanes) may use its own. A side asks for one tag many times in a row (a relay's lane, for
+// each of its members), so the last tag's pairs are kept at hand: a hit builds and hashes no name.
 struct KnownMailboxes {
   static simgrid::xbt::Extension<sg4::Actor, KnownMailboxes> EXTENSION_ID;
-  std::unordered_map<std::string, sg4::Mailbox*> by_name;
+  using Pairs = std::unordered_map<uint64_t, sg4::Mailbox*>;  // by (from << 32 | to)
+  std::unordered_map<std::string, Pairs> by_tag;
+  std::string last_tag;
+  Pairs* last = nullptr;  // by_tag[last_tag]: a map's elements stay where they are as it grows
+
+  Pairs& of(const std::string& tag) {
+    if (!last || tag != last_tag) {
+      last = &by_tag[tag];
+      last_tag = tag;
+    }
+    return *last;
+  }
 };
 simgrid::xbt::Extension<sg4::Actor, KnownMailboxes> KnownMailboxes::EXTENSION_ID =
     sg4::Actor::extension_create<KnownMailboxes>();
@@ -45,10 +57,11 @@ KnownMailboxes& known_mailboxes() {
 // `known` if given. Messages on one mailbox match in order, so a sequence of rounds between the same
 // pair needs no round number.
 sg4::Mailbox* box(KnownMailboxes* known, const std::string& tag, int from, int to) {
-  std::string name = tag + "/" + std::to_string(from) + "-to-" + std::to_string(to);
-  if (!known) return sg4::Mailbox::by_name(name);
-  auto [it, added] = known->by_name.try_emplace(std::move(name));
-  if (added) it->second = sg4::Mailbox::by_name(it->first);
+  auto by_name = [&] { return sg4::Mailbox::by_name(tag + "/" + std::to_string(from) + "-to-" + std::to_string(to)); };
+  if (!known) return by_name();
+  const uint64_t pair = static_cast<uint64_t>(static_cast<uint32_t>(from)) << 32 | static_cast<uint32_t>(to);
+  auto [it, added] = known->of(tag).try_emplace(pair, nullptr);
+  if (added) it->second = by_name();
   return it->second;
 }
 
@@ -294,13 +307,14 @@ void relay_all_reduce_serve(const std::vector<int>& members, int relay, const st
   lanes = std::max<size_t>(1, std::min(lanes, members.size()));
   const sg4::BarrierPtr all_uploaded = lanes > 1 ? sg4::Barrier::create(static_cast<unsigned>(lanes)) : nullptr;
   KnownMailboxes& known = known_mailboxes();  // this actor's, for every lane: it outlives them
-  auto serve_lane = [&members, relay, tag, bytes, &recorder, lanes, all_uploaded, &known](size_t lane) {
+  const std::string up = tag + "/up", down = tag + "/down";
+  auto serve_lane = [&members, relay, &up, &down, bytes, &recorder, lanes, all_uploaded, &known](size_t lane) {
     Flows uploads(relay, recorder, &known);
-    for (size_t i = lane; i < members.size(); i += lanes) uploads.recv(tag + "/up", members[i], message_bytes(bytes));
+    for (size_t i = lane; i < members.size(); i += lanes) uploads.recv(up, members[i], message_bytes(bytes));
     uploads.wait_each();  // the mean needs every contribution
     if (all_uploaded) all_uploaded->wait();
     Flows downloads(relay, recorder, &known);
-    for (size_t i = lane; i < members.size(); i += lanes) downloads.send(tag + "/down", members[i], message_bytes(bytes));
+    for (size_t i = lane; i < members.size(); i += lanes) downloads.send(down, members[i], message_bytes(bytes));
     downloads.wait_each();
   };
   std::vector<sg4::ActorPtr> others;
@@ -309,7 +323,7 @@ void relay_all_reduce_serve(const std::vector<int>& members, int relay, const st
                                         [serve_lane, lane] { serve_lane(lane); }));
   }
   serve_lane(0);
-  for (const sg4::ActorPtr& other : others) other->join();  // `members`, `recorder` and `known` outlive every lane
+  for (const sg4::ActorPtr& other : others) other->join();  // what the lanes share by reference outlives them
 }
 
 void hierarchical_all_reduce_flows(int rank, const std::vector<std::vector<int>>& sites, const std::string& tag,
