@@ -2,6 +2,7 @@
 // and relay all-gather. Mailboxes carry no data here, only each message's simulated size.
 #include "sim/collectives.hpp"
 
+#include <boost/container/small_vector.hpp>
 #include <simgrid/s4u.hpp>
 #include <simgrid/simix.hpp>
 
@@ -74,7 +75,9 @@ uint64_t message_bytes(double bytes) { return static_cast<uint64_t>(std::ceil(by
 class Flows {
  public:
   Flows(int worker, Recorder& recorder, KnownMailboxes* known = &known_mailboxes())
-      : worker_(worker), recorder_(recorder), known_(known), start_s_(sg4::Engine::get_clock()) {}
+      : worker_(worker), recorder_(recorder), known_(known), start_s_(sg4::Engine::get_clock()) {
+    comms_.reserve(kFew);
+  }
 
   void send(const std::string& tag, int to, uint64_t bytes) {
     add(box(known_, tag, worker_, to)->put_init(&token, bytes), EventKind::send, to, bytes);
@@ -124,6 +127,7 @@ class Flows {
   std::vector<double> wait_in_order() {
     start();
     std::vector<double> ends;
+    ends.reserve(comms_.size());
     for (size_t i = 0; i < comms_.size(); ++i) {
       comms_[i]->wait();
       const Meta& done = meta_[i];
@@ -157,13 +161,19 @@ class Flows {
     meta_.push_back({kind, peer, bytes});
   }
 
+  // Most sides move one or two messages a collective (a send and a receive): room for them without
+  // growing, where each of a vector's first doublings is an allocation.
+  static constexpr size_t kFew = 2;
+  template <class T>
+  using Few = boost::container::small_vector<T, kFew>;
+
   int worker_;
   Recorder& recorder_;
   KnownMailboxes* known_;
   double start_s_;
-  std::vector<sg4::CommPtr> comms_;
-  std::vector<Meta> meta_;
-  std::vector<sg4::CommPtr> unstarted_;
+  std::vector<sg4::CommPtr> comms_;  // a std::vector: Comm::wait_any takes one
+  Few<Meta> meta_;
+  Few<sg4::CommPtr> unstarted_;
 };
 
 // `rounds` rounds of a ring over `ring` (ranks in ring order; this rank at ring[position]): each round
