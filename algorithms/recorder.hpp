@@ -1,6 +1,8 @@
 // What a run records: per-step metrics and per-worker activity intervals, kept in memory and
 // written as the run folder's CSV files (report/recorder_csv.hpp). Plain data: both backends fill it the same way.
 #pragma once
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -48,6 +50,16 @@ class Recorder {
   }
   void event(const EventRow& row) { events_.push_back(row); }
 
+  // Room for about this many rows, where the run can tell (a row a worker-step, about two events).
+  // At thousands of workers each doubling of a full vector copies every row recorded so far through
+  // memory the simulation then has to fetch back; room not filled is address space only (no page is
+  // touched until a row lands there). Capped: an estimate of billions of rows is no reason to ask
+  // for them up front.
+  void reserve(size_t metric_rows, size_t event_rows) {
+    constexpr size_t kMost = size_t{1} << 24;
+    metrics_.reserve(std::min(metric_rows, kMost));
+    events_.reserve(std::min(event_rows, kMost));
+  }
   const std::vector<MetricRow>& metrics() const { return metrics_; }
   const std::vector<EventRow>& events() const { return events_; }
   // A re-timed run puts the losses of the run it re-times into its rows (sim/simulate.hpp).

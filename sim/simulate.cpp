@@ -147,6 +147,8 @@ void simulate_policy(const Scenario& scenario, const PolicySpec& policy, const s
   std::optional<MetaStateUnread> unread;
   if (timing_only && !can_fail) unread.emplace();
   const int world_size = scenario.world_size();
+  const auto worker_steps = static_cast<size_t>(world_size) * static_cast<size_t>(std::max<int64_t>(scenario.train.steps, 0));
+  recorder.reserve(worker_steps, 2 * worker_steps);
   std::vector<SimWorker> workers(world_size);
   for (int rank = 0; rank < world_size; ++rank) {
     SimWorker& w = workers[rank];
