@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -325,7 +326,7 @@ int submit(const std::string& file, const RunOptions& options, const SlurmOption
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_command(int argc, char** argv) {
   pin_cpu_kernels(argv);  // first: the same numbers on every x86-64 machine
   ignore_file_size_signal();
   CLI::App app{"locosim: which low-communication training method finishes first, at what loss, on your links"};
@@ -481,4 +482,16 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     return report_failure(e, "locosim");
   }
+}
+
+// The command's locals are gone once run_command returns (its files are committed, its children
+// reaped); what is left is the libraries' static state. LibTorch's takes a tenth of a second to tear
+// down (it unregisters every operator kernel one by one), on every command, for memory the process
+// is about to give back anyway: the process ends here, its output flushed, without it.
+int main(int argc, char** argv) {
+  const int code = run_command(argc, argv);
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  std::_Exit(code);
 }
