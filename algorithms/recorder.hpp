@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -54,11 +55,15 @@ class Recorder {
   // At thousands of workers each doubling of a full vector copies every row recorded so far through
   // memory the simulation then has to fetch back; room not filled is address space only (no page is
   // touched until a row lands there). Capped: an estimate of billions of rows is no reason to ask
-  // for them up front.
+  // for them up front. A hint only: where the address space is limited (ulimit -v) and the room
+  // cannot be had, the rows grow as they come.
   void reserve(size_t metric_rows, size_t event_rows) {
     constexpr size_t kMost = size_t{1} << 24;
-    metrics_.reserve(std::min(metric_rows, kMost));
-    events_.reserve(std::min(event_rows, kMost));
+    try {
+      metrics_.reserve(std::min(metric_rows, kMost));
+      events_.reserve(std::min(event_rows, kMost));
+    } catch (const std::bad_alloc&) {
+    }
   }
   const std::vector<MetricRow>& metrics() const { return metrics_; }
   const std::vector<EventRow>& events() const { return events_; }

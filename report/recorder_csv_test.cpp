@@ -3,6 +3,7 @@
 #include "report/recorder_csv.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -11,6 +12,8 @@
 #include <tuple>
 #include <vector>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/doctest_torch.hpp"
@@ -77,4 +80,32 @@ TEST_CASE("recorder csv: rows recorded in any order are written by worker, then 
     CHECK(metric_lines[i + 1].substr(metric_lines[i + 1].find(',') + 1, prefix.size()) == prefix);
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("recorder: reserve is a hint; where the address space is too small for it, rows still record") {
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    // This process's address space now plus 64 MiB: far less than the 1.6 GB that reserve's cap of 2^24
+    // rows of each kind asks for.
+    std::ifstream statm("/proc/self/statm");
+    size_t pages = 0;
+    statm >> pages;
+    const rlim_t limit = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + (rlim_t{64} << 20);
+    const rlimit address_space{limit, limit};
+    if (setrlimit(RLIMIT_AS, &address_space) != 0) std::_Exit(2);
+    try {
+      Recorder recorder;
+      recorder.reserve(size_t{1} << 30, size_t{1} << 30);
+      recorder.event({0, EventKind::compute, 0, 1, 0, -1});
+      recorder.metric({1, 0, 1, 64, 0.5});
+      std::_Exit(recorder.events().size() == 1 && recorder.metrics().size() == 1 ? 0 : 1);
+    } catch (...) {
+      std::_Exit(3);  // reserve let its bad_alloc out
+    }
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
