@@ -32,15 +32,11 @@ struct KnownMailboxes {
   static simgrid::xbt::Extension<sg4::Actor, KnownMailboxes> EXTENSION_ID;
   using Pairs = std::unordered_map<uint64_t, sg4::Mailbox*>;  // by (from << 32 | to)
   std::unordered_map<std::string, Pairs> by_tag;
-  std::string last_tag;
-  Pairs* last = nullptr;  // by_tag[last_tag]: a map's elements stay where they are as it grows
+  std::pair<const std::string, Pairs>* last = nullptr;  // the entry asked for last (entries never move)
 
   Pairs& of(const std::string& tag) {
-    if (!last || tag != last_tag) {
-      last = &by_tag[tag];
-      last_tag = tag;
-    }
-    return *last;
+    if (!last || last->first != tag) last = &*by_tag.try_emplace(tag).first;
+    return last->second;
   }
 };
 simgrid::xbt::Extension<sg4::Actor, KnownMailboxes> KnownMailboxes::EXTENSION_ID =
