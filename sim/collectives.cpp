@@ -1,176 +1,20 @@
-// The collectives' flows over SimGrid mailboxes: ring, relay and hierarchical all-reduce; mesh, ring
-// and relay all-gather. Mailboxes carry no data here, only each message's simulated size.
+// The collectives' flows over SimGrid mailboxes (sim/flows.hpp): ring, relay and hierarchical
+// all-reduce; mesh, ring and relay all-gather.
 #include "sim/collectives.hpp"
 
-#include <boost/container/small_vector.hpp>
 #include <simgrid/s4u.hpp>
 #include <simgrid/simix.hpp>
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <stdexcept>
-#include <unordered_map>
+
+#include "sim/flows.hpp"
 
 namespace sg4 = simgrid::s4u;
 
 namespace locosim {
 namespace {
-
-// SimGrid refuses null payloads: every message carries this token; receives land it in `sink`
-// (actors run one at a time, so sharing one landing place is safe).
-int token = 0;
-int* sink = nullptr;
-
-// The mailboxes an actor has looked up, by tag, then by (from, to). `Mailbox::by_name` is a simcall, a
-// scheduling round for the actor that makes it, and a collective's sides look up the same mailboxes
-// collective after collective (SimTransport reuses a finished collective's tag). Kept with the actor,
-// so it never outlives the engine its mailboxes belong to; an actor's helpers that end before it (the
-// relay's lanes) may use its own. A side asks for one tag many times in a row (a relay's lane, for
-// each of its members), so the last tag's pairs are kept at hand: a hit builds and hashes no name.
-struct KnownMailboxes {
-  static simgrid::xbt::Extension<sg4::Actor, KnownMailboxes> EXTENSION_ID;
-  using Pairs = std::unordered_map<uint64_t, sg4::Mailbox*>;  // by (from << 32 | to)
-  std::unordered_map<std::string, Pairs> by_tag;
-  std::pair<const std::string, Pairs>* last = nullptr;  // the entry asked for last (entries never move)
-
-  Pairs& of(const std::string& tag) {
-    if (!last || last->first != tag) last = &*by_tag.try_emplace(tag).first;
-    return last->second;
-  }
-};
-simgrid::xbt::Extension<sg4::Actor, KnownMailboxes> KnownMailboxes::EXTENSION_ID =
-    sg4::Actor::extension_create<KnownMailboxes>();
-
-// The calling actor's.
-KnownMailboxes& known_mailboxes() {
-  sg4::Actor* self = sg4::Actor::self();
-  KnownMailboxes* known = self->extension<KnownMailboxes>();
-  if (!known) self->extension_set(known = new KnownMailboxes);
-  return *known;
-}
-
-// The mailbox of the messages from `from` to `to` in one phase of one collective, remembered in
-// `known` if given. Messages on one mailbox match in order, so a sequence of rounds between the same
-// pair needs no round number.
-sg4::Mailbox* box(KnownMailboxes* known, const std::string& tag, int from, int to) {
-  auto by_name = [&] { return sg4::Mailbox::by_name(tag + "/" + std::to_string(from) + "-to-" + std::to_string(to)); };
-  if (!known) return by_name();
-  const uint64_t pair = static_cast<uint64_t>(static_cast<uint32_t>(from)) << 32 | static_cast<uint32_t>(to);
-  auto [it, added] = known->of(tag).try_emplace(pair, nullptr);
-  if (added) it->second = by_name();
-  return it->second;
-}
-
-uint64_t message_bytes(double bytes) { return static_cast<uint64_t>(std::ceil(bytes)); }
-
-// Transfers in flight on one side, each recorded as an event from `start_s` to its own end. The
-// transfers added since the last wait start together, in one simcall, at the next wait or start() (no
-// simulated time passes in between): a side that posts k transfers costs one scheduling round, not k.
-// Their mailboxes are remembered in `known` (null: looked up each time, for tags never used again).
-class Flows {
- public:
-  Flows(int worker, Recorder& recorder, KnownMailboxes* known = &known_mailboxes())
-      : worker_(worker), recorder_(recorder), known_(known), start_s_(sg4::Engine::get_clock()) {
-    comms_.reserve(kFew);
-  }
-
-  void send(const std::string& tag, int to, uint64_t bytes) {
-    add(box(known_, tag, worker_, to)->put_init(&token, bytes), EventKind::send, to, bytes);
-  }
-  void recv(const std::string& tag, int from, uint64_t bytes) {
-    add(box(known_, tag, from, worker_)->get_init()->set_dst_data(reinterpret_cast<void**>(&sink), sizeof sink),
-        EventKind::recv, from, bytes);
-  }
-  // Waits for the next transfer to finish, records it and returns it as (kind, peer).
-  std::pair<EventKind, int> wait_any() {
-    start();
-    const auto i = static_cast<size_t>(sg4::Comm::wait_any(comms_));
-    const Meta done = meta_[i];
-    recorder_.event({worker_, done.kind, start_s_, sg4::Engine::get_clock(), static_cast<double>(done.bytes), done.peer});
-    comms_.erase(comms_.begin() + static_cast<std::ptrdiff_t>(i));
-    meta_.erase(meta_.begin() + static_cast<std::ptrdiff_t>(i));
-    return {done.kind, done.peer};
-  }
-  void wait_all() {
-    while (!comms_.empty()) wait_any();
-  }
-  // The same records as wait_all, in O(n) instead of O(n²) (each wait_any looks at every transfer
-  // left): waits for the transfers in the order they were added, then records them in the order they
-  // finished (ties in the order added). A failure is seen only when its transfer's turn comes: for a
-  // relay's many transfers, whose peers (one or two transfers each) see it at once.
-  // `finished`, if given, gets each transfer's (end time, peer).
-  void wait_each(std::vector<std::pair<double, int>>* finished = nullptr) {
-    start();
-    for (const auto& comm : comms_) comm->wait();
-    std::vector<size_t> order(comms_.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return comms_[a]->get_finish_time() < comms_[b]->get_finish_time();
-    });
-    for (size_t i : order) {
-      const Meta& done = meta_[i];
-      recorder_.event({worker_, done.kind, start_s_, comms_[i]->get_finish_time(), static_cast<double>(done.bytes),
-                       done.peer});
-      if (finished) finished->emplace_back(comms_[i]->get_finish_time(), done.peer);
-    }
-    comms_.clear();
-    meta_.clear();
-  }
-  // Waits for the transfers one after the other in the order they were added, and records each when
-  // its wait returns: one that finished before the one ahead of it is recorded as ending with it.
-  // Returns the recorded ends, in that order.
-  std::vector<double> wait_in_order() {
-    start();
-    std::vector<double> ends;
-    ends.reserve(comms_.size());
-    for (size_t i = 0; i < comms_.size(); ++i) {
-      comms_[i]->wait();
-      const Meta& done = meta_[i];
-      ends.push_back(sg4::Engine::get_clock());
-      recorder_.event({worker_, done.kind, start_s_, ends.back(), static_cast<double>(done.bytes), done.peer});
-    }
-    comms_.clear();
-    meta_.clear();
-    return ends;
-  }
-  bool empty() const { return comms_.empty(); }
-  // Starts the transfers added since the last wait, in the order they were added: for transfers that
-  // must run while the actor waits on others.
-  void start() {
-    if (unstarted_.empty()) return;
-    simgrid::kernel::actor::simcall_answered([this] {
-      for (const sg4::CommPtr& comm : unstarted_) comm->vetoable_start();
-    });
-    unstarted_.clear();
-  }
-
- private:
-  struct Meta {
-    EventKind kind;
-    int peer;
-    uint64_t bytes;
-  };
-  void add(sg4::CommPtr comm, EventKind kind, int peer, uint64_t bytes) {
-    unstarted_.push_back(comm);
-    comms_.push_back(std::move(comm));
-    meta_.push_back({kind, peer, bytes});
-  }
-
-  // Most sides move one or two messages a collective (a send and a receive): room for them without
-  // growing, where each of a vector's first doublings is an allocation.
-  static constexpr size_t kFew = 2;
-  template <class T>
-  using Few = boost::container::small_vector<T, kFew>;
-
-  int worker_;
-  Recorder& recorder_;
-  KnownMailboxes* known_;
-  double start_s_;
-  std::vector<sg4::CommPtr> comms_;  // a std::vector: Comm::wait_any takes one
-  Few<Meta> meta_;
-  Few<sg4::CommPtr> unstarted_;
-};
 
 // `rounds` rounds of a ring over `ring` (ranks in ring order; this rank at ring[position]): each round
 // sends `chunk_bytes` to the next member and receives as much from the previous one.
@@ -185,6 +29,19 @@ void ring_rounds(const std::vector<int>& ring, size_t position, const std::strin
     flows.recv(tag, left, chunk_bytes);
     flows.wait_all();
   }
+}
+
+// A member's side of a gather and broadcast through `hub` (a relay, a site's leader): its upload,
+// then the result. The hub sends the result only once it has every upload, so the download, asked
+// for once this upload is in, starts when the hub sends it, as it would had it been asked for with
+// the upload; and each, a lone transfer, is started in its wait (one scheduling round, not two).
+void upload_then_result(int rank, int hub, const std::string& up, const std::string& down, uint64_t bytes,
+                        Recorder& recorder) {
+  Flows flows(rank, recorder);
+  flows.send(up, hub, bytes);
+  flows.wait_in_order();
+  flows.recv(down, hub, bytes);
+  flows.wait_in_order();
 }
 
 // Where the sides of one aggregated collective meet once their flows are done, by collective tag.
@@ -301,10 +158,7 @@ void ring_all_reduce_flows(int rank, const std::vector<int>& members, const std:
 void relay_all_reduce_flows(int rank, const std::vector<int>& members, int relay, const std::string& tag,
                             double bytes, Recorder& recorder) {
   if (members.size() < 2 || bytes <= 0) return;
-  Flows flows(rank, recorder);
-  flows.send(tag + "/up", relay, message_bytes(bytes));
-  flows.recv(tag + "/down", relay, message_bytes(bytes));
-  flows.wait_in_order();  // the mean comes down only once every upload is in
+  upload_then_result(rank, relay, tag + "/up", tag + "/down", message_bytes(bytes), recorder);
 }
 
 void relay_all_reduce_serve(const std::vector<int>& members, int relay, const std::string& tag, double bytes,
@@ -346,10 +200,7 @@ void hierarchical_all_reduce_flows(int rank, const std::vector<std::vector<int>>
   const uint64_t size = message_bytes(bytes);
 
   if (rank != leader) {  // send to the leader over the LAN, then wait for the result from it
-    Flows flows(rank, recorder);
-    flows.send(tag + "/site-up", leader, size);
-    flows.recv(tag + "/site-down", leader, size);
-    flows.wait_in_order();  // the result comes down only once the leader has every upload
+    upload_then_result(rank, leader, tag + "/site-up", tag + "/site-down", size, recorder);
     return;
   }
   Flows gather(rank, recorder);

@@ -1,0 +1,102 @@
+// The transfers under the collectives (sim/collectives.cpp): one side's messages over SimGrid
+// mailboxes, started together and recorded as events, and the mailboxes each actor has looked up.
+// Mailboxes carry no data, only each message's simulated size. Internal to sim/.
+//
+//   Flows flows(rank, recorder);
+//   flows.send(tag, right, bytes);
+//   flows.recv(tag, left, bytes);
+//   flows.wait_all();  // both started in one simcall, each recorded when it ends
+#pragma once
+
+#include <boost/container/small_vector.hpp>
+#include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Comm.hpp>
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "algorithms/recorder.hpp"
+
+namespace locosim {
+
+// The mailboxes an actor has looked up, by tag, then by (from, to). `Mailbox::by_name` is a simcall, a
+// scheduling round for the actor that makes it, and a collective's sides look up the same mailboxes
+// collective after collective (SimTransport reuses a finished collective's tag). Kept with the actor,
+// so it never outlives the engine its mailboxes belong to; an actor's helpers that end before it (the
+// relay's lanes) may use its own. A side asks for one tag many times in a row (a relay's lane, for
+// each of its members), so the last tag's pairs are kept at hand: a hit builds and hashes no name.
+struct KnownMailboxes {
+  static simgrid::xbt::Extension<simgrid::s4u::Actor, KnownMailboxes> EXTENSION_ID;
+  using Pairs = std::unordered_map<uint64_t, simgrid::s4u::Mailbox*>;  // by (from << 32 | to)
+  std::unordered_map<std::string, Pairs> by_tag;
+  std::pair<const std::string, Pairs>* last = nullptr;  // the entry asked for last (entries never move)
+
+  Pairs& of(const std::string& tag) {
+    if (!last || last->first != tag) last = &*by_tag.try_emplace(tag).first;
+    return last->second;
+  }
+};
+
+// The calling actor's.
+KnownMailboxes& known_mailboxes();
+
+// A message's whole bytes.
+uint64_t message_bytes(double bytes);
+
+// Transfers in flight on one side, each recorded as an event from `start_s` to its own end. The
+// transfers added since the last wait start together, in one simcall, at the next wait or start() (no
+// simulated time passes in between): a side that posts k transfers costs one scheduling round, not k.
+// Their mailboxes are remembered in `known` (null: looked up each time, for tags never used again).
+class Flows {
+ public:
+  Flows(int worker, Recorder& recorder, KnownMailboxes* known = &known_mailboxes());
+
+  void send(const std::string& tag, int to, uint64_t bytes);
+  void recv(const std::string& tag, int from, uint64_t bytes);
+  // Waits for the next transfer to finish, records it and returns it as (kind, peer).
+  std::pair<EventKind, int> wait_any();
+  void wait_all() {
+    while (!comms_.empty()) wait_any();
+  }
+  // The same records as wait_all, in O(n) instead of O(n²) (each wait_any looks at every transfer
+  // left): waits for the transfers in the order they were added, then records them in the order they
+  // finished (ties in the order added). A failure is seen only when its transfer's turn comes: for a
+  // relay's many transfers, whose peers (one or two transfers each) see it at once.
+  // `finished`, if given, gets each transfer's (end time, peer).
+  void wait_each(std::vector<std::pair<double, int>>* finished = nullptr);
+  // Waits for the transfers one after the other in the order they were added, and records each when
+  // its wait returns: one that finished before the one ahead of it is recorded as ending with it.
+  // Returns the recorded ends, in that order.
+  std::vector<double> wait_in_order();
+  bool empty() const { return comms_.empty(); }
+  // Starts the transfers added since the last wait, in the order they were added: for transfers that
+  // must run while the actor waits on others.
+  void start();
+
+ private:
+  struct Meta {
+    EventKind kind;
+    int peer;
+    uint64_t bytes;
+  };
+  void add(simgrid::s4u::CommPtr comm, EventKind kind, int peer, uint64_t bytes);
+
+  // Most sides move one or two messages a collective (a send and a receive): room for them without
+  // growing, where each of a vector's first doublings is an allocation.
+  static constexpr size_t kFew = 2;
+  template <class T>
+  using Few = boost::container::small_vector<T, kFew>;
+
+  int worker_;
+  Recorder& recorder_;
+  KnownMailboxes* known_;
+  double start_s_;
+  std::vector<simgrid::s4u::CommPtr> comms_;  // a std::vector: Comm::wait_any takes one
+  Few<Meta> meta_;
+  Few<simgrid::s4u::CommPtr> unstarted_;
+};
+
+}  // namespace locosim
