@@ -22,18 +22,15 @@
 #include "config/world.hpp"
 
 #include <algorithm>
-#include <cctype>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <optional>
 
 #include "config/error.hpp"
 #include "config/section.hpp"
+#include "config/trace_csv.hpp"
 
 namespace locosim {
 namespace {
@@ -85,22 +82,6 @@ double read_time(Section& s, const std::string& key, std::optional<std::string> 
   const std::string problem = time_problem(v, range);
   if (!problem.empty()) s.fail(key, problem + ", got " + seconds(v));
   return v;
-}
-
-// Text from a file, for a message: control bytes (a NUL above all) as \xNN, at most 80 bytes.
-std::string printable(const std::string& text) {
-  std::string out;
-  for (size_t i = 0; i < text.size() && i < 80; ++i) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
 }
 
 // "a, b, c, d, e, ... (12 in all)".
@@ -254,83 +235,42 @@ Event read_event(Section& s, const Platform& p) {
   return e;
 }
 
-// One number of a trace row: the whole field is a decimal number ("12", "-0.5", "3e-2"; no hex, inf,
-// nan, space or NUL byte, which strtod would take or stop at) and a double that is 0 or normal.
-// "" if so, else why not.
-std::string parse_field(const std::string& text, double* out) {
-  const bool decimal = !text.empty() && text.find_first_not_of("0123456789+-.eE") == std::string::npos;
-  char* end = nullptr;
-  errno = 0;
-  *out = decimal ? std::strtod(text.c_str(), &end) : 0;
-  if (!decimal || end != text.c_str() + text.size()) return "'" + printable(text) + "' is not a decimal number";
-  if (errno == ERANGE || !std::isfinite(*out) || std::fpclassify(*out) == FP_SUBNORMAL) {
-    return "'" + printable(text) + "' is out of range for a double";
-  }
-  return "";
-}
-
-std::string trimmed(const std::string& text) {
-  const size_t first = text.find_first_not_of(" \t\r");
-  if (first == std::string::npos) return "";
-  return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
-}
-
-// Reads a trace file: rows `time_s,value`; '#' starts a comment; blank lines are skipped; a first row
-// that starts with a letter is a header. Errors are reported at the entry's key `key` (the file) and
-// name the file's line; a time at or past the period is reported at `period`.
+// The points of a trace file (config/trace_csv.hpp) for the entry's resource: times strictly
+// increasing, before the period if it repeats, and values by the resource's rule. Errors are reported
+// at the entry's key `key` (the file) and name the file's line; a time at or past the period is
+// reported at `period`.
 std::vector<std::pair<double, double>> read_trace(Section& s, const Target& t, const std::string& path,
                                                   double period_s, size_t* all_rows) {
-  const std::string problem = regular_file_problem(path, kMaxTraceBytes);
-  if (!problem.empty()) s.fail(t.key, "trace file '" + path + "' " + problem + "; a trace is a CSV text file");
-  std::ifstream in(path);
-  if (!in) s.fail(t.key, "trace file '" + path + "' cannot be read (check its permissions)");
   const bool state = t.what == WorldResource::host_state || t.what == WorldResource::link_state;
   const Range values = t.what == WorldResource::link_latency ? kWorldLatencyRange : kFractionRange;
   const std::string values_rule = state ? "1 (on) or 0 (off)"
                                   : t.what == WorldResource::link_latency ? "seconds, 0 or in [1e-9, 3600]"
                                                                           : "a fraction of nominal " + values.describe();
-
   std::vector<std::pair<double, double>> points;
-  std::string line;
-  size_t number = 0, previous_line = 0;
-  bool seen_content = false;
-  while (std::getline(in, line)) {
-    ++number;
-    const std::string at = "trace '" + path + "' line " + std::to_string(number) + ": ";
-    line = trimmed(line.substr(0, line.find('#')));
-    if (line.empty()) continue;
-    const bool header = !seen_content && std::isalpha(static_cast<unsigned char>(line[0]));
-    seen_content = true;
-    if (header) continue;
-    const size_t comma = line.find(',');
-    const std::string value_text = comma == std::string::npos ? "" : trimmed(line.substr(comma + 1));
-    const std::string row = at + "expected a row 'time_s,value' of two numbers, got '" + printable(line) + "'";
-    if (comma == std::string::npos || value_text.find(',') != std::string::npos) s.fail(t.key, row);
-    double time = 0, value = 0;
-    std::string why = parse_field(trimmed(line.substr(0, comma)), &time);
-    if (why.empty()) why = parse_field(value_text, &value);
-    if (!why.empty()) s.fail(t.key, row + ": " + why);
-    const std::string time_rule = time_problem(time, kTimeRange);
-    if (!time_rule.empty()) s.fail(t.key, at + "time " + time_rule + ", got " + seconds(time));
-    if (!points.empty() && time <= points.back().first) {
-      s.fail(t.key, at + "time " + seconds(time) + " is not after the previous row's " + seconds(points.back().first) +
-                        " (line " + std::to_string(previous_line) + "): times must strictly increase");
+  size_t previous_line = 0;
+  read_trace_csv(s, t.key, path, kMaxTraceBytes, [&](const TraceRow& r) {
+    const std::string time_rule = time_problem(r.time_s, kTimeRange);
+    if (!time_rule.empty()) s.fail(t.key, r.at + "time " + time_rule + ", got " + seconds(r.time_s));
+    if (!points.empty() && r.time_s <= points.back().first) {
+      s.fail(t.key, r.at + "time " + seconds(r.time_s) + " is not after the previous row's " +
+                        seconds(points.back().first) + " (line " + std::to_string(previous_line) +
+                        "): times must strictly increase");
     }
-    if (period_s >= 0 && time >= period_s) {
-      s.fail("period", at + "time " + seconds(time) + " is not before the period (" + seconds(period_s) +
+    if (period_s >= 0 && r.time_s >= period_s) {
+      s.fail("period", r.at + "time " + seconds(r.time_s) + " is not before the period (" + seconds(period_s) +
                            "): a repeating trace's times lie in [0, period)");
     }
-    const bool bad_value = state ? (value != 0 && value != 1)
-                           : t.what == WorldResource::link_latency ? !time_problem(value, values).empty()
-                                                                   : !values.contains(value);
-    if (bad_value) s.fail(t.key, at + "the " + t.key + " must be " + values_rule + ", got " + value_text);
-    if (points.size() == kMaxTraceRows) s.fail(t.key, at + "more than " + std::to_string(kMaxTraceRows) + " rows");
+    const bool bad_value = state ? (r.value != 0 && r.value != 1)
+                           : t.what == WorldResource::link_latency ? !time_problem(r.value, values).empty()
+                                                                   : !values.contains(r.value);
+    if (bad_value) s.fail(t.key, r.at + "the " + t.key + " must be " + values_rule + ", got " + r.value_text);
+    if (points.size() == kMaxTraceRows) s.fail(t.key, r.at + "more than " + std::to_string(kMaxTraceRows) + " rows");
     if (++*all_rows > kMaxAllTraceRows) {
-      s.fail(t.key, at + "all traces together have more than " + std::to_string(kMaxAllTraceRows) + " rows");
+      s.fail(t.key, r.at + "all traces together have more than " + std::to_string(kMaxAllTraceRows) + " rows");
     }
-    points.emplace_back(time, value);
-    previous_line = number;
-  }
+    points.emplace_back(r.time_s, r.value);
+    previous_line = r.line;
+  });
   if (points.empty()) s.fail(t.key, "trace '" + path + "' has no rows (expected rows 'time_s,value')");
   const double min_period_s = kMinRepeatSpacingS * static_cast<double>(points.size());
   if (period_s >= 0 && period_s < min_period_s * (1 - 1e-12)) {  // 1e-12: 300 ms is 3 rows' worth, rounded
