@@ -1,5 +1,7 @@
 """The figures of a locosim run folder, as matplotlib figures: one place for the plotting code that the
 notebooks (notebooks/*.ipynb) and `locosim plot` / `locosim report --html` (scripts/plot_run.py) share.
+The figures of several runs (a sweep, seeds) are sweep_figures.py's, their common look figure_style.py's
+and saving figure_writer.py's; this module offers them all.
 
 Every function takes a run folder (runs/<scenario>, a sweep point, or a seed's folder) and returns a
 matplotlib Figure (or None where there is nothing to show); nothing here reads the environment. The
@@ -24,7 +26,6 @@ What each figure answers:
   sweep            a sweep's compute utilization and wall-clock against a swept key (bandwidth by default)
   loss_bands, final_eval_loss   a run at several seeds: means and their 95% intervals
 """
-import json
 import re
 from pathlib import Path
 
@@ -35,24 +36,17 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
-from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 import runfolder as rf  # noqa: E402
+from figure_style import PLAIN, line_style, policy_colors, run_title, target_line, time_unit  # noqa: E402,F401
+from figure_writer import FigureWriter  # noqa: E402,F401
+from sweep_figures import (NotASweep, final_eval_loss, loss_bands, seed_curves, sweep,  # noqa: E402,F401
+                           sweep_grid)
 
 TOP_LINKS = 8          # link lines drawn at most (WAN links first, then the busiest)
 HEATMAP_LINKS = 40     # heatmap rows at most
 TIMELINE_WORKERS = 8   # timeline tracks at most
-STYLES = ["-", "--", "-.", ":"]
-PLAIN = FuncFormatter(lambda value, _: f"{value:g}")  # 0.01, 1, 100 on a log axis, not 10^-2
-
-
-class NotASweep(ValueError):
-    """The sweep figure was asked of a run that has no sweep: block."""
-
-
-def time_unit(seconds):
-    """(unit name, seconds per unit) for an axis that reaches `seconds`."""
-    return ("h", 3600) if seconds > 3 * 3600 else ("min", 60) if seconds > 180 else ("s", 1)
 
 
 def _resolved_number(run, policy, section, key):
@@ -109,25 +103,6 @@ def target_loss(run, policies):
     return None
 
 
-def run_title(run):
-    """'quickstart' for runs/quickstart, 'quickstart/seed=1' for a seed's or a sweep point's folder."""
-    run = Path(run).resolve()
-    return f"{run.parent.name}/{run.name}" if (run.parent / "summary.csv").exists() else run.name
-
-
-def _colors(policies):
-    return {p: f"C{i % 10}" for i, p in enumerate(policies)}
-
-
-def _style(i):
-    return {"color": f"C{i % 10}", "linestyle": STYLES[(i // 10) % len(STYLES)]}
-
-
-def _target_line(ax, target):
-    if target is not None:
-        ax.axhline(target, color="black", linestyle="--", linewidth=1, label=f"target {target:g}")
-
-
 def loss_time(run, policies=None):
     """Loss against simulated wall-clock on a log time axis (an hours-long DDP and a minutes-long DiLoCo
     both readable), with the target line and each policy's time to target."""
@@ -135,7 +110,7 @@ def loss_time(run, policies=None):
     steps = {p: per_step(run, p) for p in policies}
     unit, scale = time_unit(max(s.time_s.max() for s in steps.values()))
     fig, ax = plt.subplots(figsize=(10, 5))
-    colors = _colors(policies)
+    colors = policy_colors(policies)
     for p in policies:
         s, info = steps[p], rf.summary(run, p)
         ax.plot(s.time_s / scale, s.train_loss, color=colors[p], alpha=0.8, label=p)
@@ -145,7 +120,7 @@ def loss_time(run, policies=None):
         if reached is not None and not pd.isna(reached) and info.get("target_loss") is not None:
             ax.plot([reached / scale], [info["target_loss"]], "v", color=colors[p], markersize=9,
                     markeredgecolor="black")
-    _target_line(ax, target_loss(run, policies))
+    target_line(ax, target_loss(run, policies))
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(PLAIN)
     ax.set(xlabel=f"simulated wall-clock ({unit}, log)", ylabel="loss (train: line, eval: dots)",
@@ -162,13 +137,13 @@ def loss_tokens(run, policies=None):
     policies = policies or rf.policies(run)
     priced = any(priced_ratio(run, p) != 1.0 for p in policies)
     fig, ax = plt.subplots(figsize=(10, 5))
-    colors = _colors(policies)
+    colors = policy_colors(policies)
     for p in policies:
         s = per_step(run, p)
         ax.plot(s.priced_tokens / 1e6, s.train_loss, color=colors[p], alpha=0.8, label=p)
         evals = s.dropna(subset=["eval_loss"])
         ax.plot(evals.priced_tokens / 1e6, evals.eval_loss, "o", color=colors[p], markersize=4)
-    _target_line(ax, target_loss(run, policies))
+    target_line(ax, target_loss(run, policies))
     what = "priced tokens (timing.tokens_per_step per worker step)" if priced else "tokens trained on"
     ax.set(xlabel=f"{what}, all workers (M)", ylabel="loss (train: line, eval: dots)",
            title=f"{run_title(run)}: loss vs tokens")
@@ -203,7 +178,7 @@ def utilization(run, policies=None):
     width = 0.8 / len(policies)
     fig, ax = plt.subplots(figsize=(min(16, max(7, 0.4 * len(names) * len(policies) + 2)), 4.5))
     x = np.arange(len(names))
-    colors = _colors(policies)
+    colors = policy_colors(policies)
     for i, p in enumerate(policies):
         by_name = {g[0]: g for g in groups[p]}
         mean = np.array([by_name[n][2] * 100 if n in by_name else np.nan for n in names])
@@ -308,7 +283,7 @@ def links(run, policy):
     for i, name in enumerate(order[:TOP_LINKS]):
         one = table[table.link == name]
         lines_ax.step(one.start_s / scale, one.utilization * 100, where="post", label=name, alpha=0.85,
-                      **_style(i))
+                      **line_style(i))
     note = (f"{min(TOP_LINKS, len(order))} of {len(order)} links that carried traffic"
             f" ({total_links} in all); WAN links first, then by bytes")
     lines_ax.set(ylabel="utilization (%)", ylim=(0, 105),
@@ -346,7 +321,7 @@ def up_down(run, policy, top=TOP_LINKS):
         for i, w in enumerate(shown):
             one = own[(own.worker == w) & (own.direction == direction)]
             ax.step(one.start_s / scale, one.mbps, where="post", label=rf.worker_label(w, n_workers, hosts),
-                    **_style(i))
+                    **line_style(i))
         ax.set(ylabel=f"{direction}load (Mbps)")
     left_out = own.worker.nunique() - len(shown)
     axes[0].set_title(f"{policy}: upload vs download per worker" +
@@ -433,7 +408,7 @@ def availability(run, policy, max_labels=12):
     loss_ax.plot(evals.time_s / scale, evals.eval_loss, "o", label="eval")
     if not aborted.empty:
         loss_ax.plot(aborted.time_s / scale, aborted.train_loss, "x", color="tab:red", label="aborted sync")
-    _target_line(loss_ax, target_loss(run, [policy]))
+    target_line(loss_ax, target_loss(run, [policy]))
     loss_ax.set(ylabel="loss", title=f"{policy}: loss and workers in the group")
     loss_ax.legend(fontsize="small")
     group_ax.step(group.time_s / scale, group.workers, where="post", color="black")
@@ -455,164 +430,6 @@ def availability(run, policy, max_labels=12):
                              Patch(facecolor="tab:green", alpha=0.3, label="join: download of the state" + extra),
                              Patch(facecolor="tab:red", alpha=0.2, hatch="//", label="discard: work thrown away")],
                     loc="lower right", fontsize="x-small")
-    fig.tight_layout()
-    return fig
-
-
-def sweep_grid(run, x=None):
-    """(grid, x key, other keys): a sweep's summary.csv, each point's mean over its seeds if it has seeds,
-    with x_value the x key's values as numbers (bandwidths in bits/s) where they are numbers.
-    Raises NotASweep, with what to do instead, for a run without a sweep: block."""
-    run = Path(run)
-    if not (run / "summary.csv").exists():
-        raise NotASweep(f"{run} is not a run folder (no summary.csv): the sweep figure needs runs/<scenario> "
-                        "of a scenario with a sweep: block")
-    if not rf.is_grid(run):
-        raise NotASweep(f"{run} is not a sweep (its summary.csv has no point column): the sweep figure needs a "
-                        "run of a scenario with a sweep: block, e.g. scenarios/tests/sweep-small.yaml")
-    keys = rf.sweep_keys(run)
-    if not keys:
-        raise NotASweep(f"{run} is a run at several seeds without a sweep: nothing to put on the x axis "
-                        "(its loss bands: figures.loss_bands, notebooks/seeds.ipynb)")
-    grid = pd.read_csv(run / "summary.csv", dtype={"point": str})
-    if "seed" in grid:
-        grid["point"] = grid.point.map(rf.base_point)
-        grid = grid.groupby(["point"] + keys + ["label"], sort=False, as_index=False)[
-            ["compute_utilization", "wall_clock_s"]].mean()
-    x = x or next((k for k in keys if "bandwidth" in k), keys[0])
-    if x not in keys:
-        raise NotASweep(f"no sweep key {x!r} in {run}: its keys are {keys}")
-    try:
-        grid["x_value"] = grid[x].map(rf.to_number)
-    except ValueError:
-        grid["x_value"] = grid[x].map({v: i for i, v in enumerate(dict.fromkeys(grid[x]))})
-        grid.attrs["categories"] = list(dict.fromkeys(grid[x]))
-    return grid, x, [k for k in keys if k != x]
-
-
-def sweep(run, x=None):
-    """Compute utilization and simulated wall-clock against a swept key (default: the first bandwidth), a
-    line per policy and per value of the other sweep keys that affect it (the shape of Streaming DiLoCo's
-    Figure 4, arXiv 2501.18512)."""
-    grid, x, others = sweep_grid(run, x)
-    categories = grid.attrs.get("categories")
-    bandwidth = categories is None and "bandwidth" in x
-    xs = grid.x_value / (1e6 if bandwidth else 1)
-    grid = grid.assign(x_shown=xs)
-    fig, (util, wall) = plt.subplots(1, 2, figsize=(12, 4.8))
-    seen = []
-    for i, ((label, *rest), rows) in enumerate(grid.groupby(["label"] + others, sort=False)):
-        rows = rows.sort_values("x_shown")
-        curve = list(rows.compute_utilization) + list(rows.wall_clock_s)
-        if (label, curve) in seen:  # a policy the other keys do not affect (ddp under inner_steps): once
-            continue
-        seen.append((label, curve))
-        name = label + "".join(f", {k.split('.')[-1]}={v}" for k, v in zip(others, rest)
-                               if "[" + label + "]" in k or "[" not in k)
-        style = dict(_style(len(seen) - 1), marker="o")
-        util.plot(rows.x_shown, rows.compute_utilization * 100, label=name, **style)
-        wall.plot(rows.x_shown, rows.wall_clock_s / 3600, label=name, **style)
-    xlabel = f"{x} (Mbps)" if bandwidth else x
-    span = grid.x_shown.max() / grid.x_shown.min() if categories is None and grid.x_shown.min() > 0 else 1
-    for ax in (util, wall):
-        if categories is not None:
-            ax.set_xticks(range(len(categories)), categories)
-        elif span >= 10:
-            ax.set_xscale("log")
-            ax.xaxis.set_major_formatter(PLAIN)
-        ax.set_xlabel(xlabel + (", log" if span >= 10 else ""))
-        ax.grid(True, alpha=0.3)
-    util.set(ylabel="compute utilization (%)", ylim=(0, 100), title=f"compute utilization vs {x.split('.')[-1]}")
-    wall.set_yscale("log")
-    wall.yaxis.set_major_formatter(PLAIN)
-    wall.set(ylabel="simulated wall-clock (h, log)", title=f"time to train vs {x.split('.')[-1]}")
-    util.legend(fontsize="small")
-    fig.tight_layout()
-    return fig
-
-
-def seed_curves(run):
-    """{(point, label): curve_band} of a run at several seeds."""
-    runs = rf.seed_runs(run)
-    return runs, {key: rf.curve_band([rf.eval_curve(f) for f in rows.folder])
-                  for key, rows in runs.groupby(["point", "label"], sort=False)}
-
-
-def loss_bands(run):
-    """Eval loss against simulated wall-clock (log), the mean over seeds with its 95% band; a panel per
-    sweep point."""
-    run = Path(run)
-    runs, bands = seed_curves(run)
-    points = list(dict.fromkeys(runs.point))
-    labels = list(dict.fromkeys(runs.label))
-    end = max((b.time_s.max() for b in bands.values() if len(b)), default=0)
-    unit, scale = time_unit(end)
-    columns = min(3, len(points))
-    grid_rows = -(-len(points) // columns)
-    fig, axes = plt.subplots(grid_rows, columns, figsize=(6 * columns, 4.2 * grid_rows), sharey=True, squeeze=False)
-    colors = _colors(labels)
-    target = None
-    for folder in runs.folder:
-        target = json.loads((Path(folder) / "summary.json").read_text()).get("target_loss")
-        break
-    for ax, point in zip(axes.flat, points):
-        for label in labels:
-            band = bands.get((point, label))
-            if band is None or band.empty:
-                continue
-            t = band.time_s / scale
-            n = int(band.n.max())
-            ax.step(t, band["mean"], where="post", color=colors[label], label=f"{label} ({n} seeds)")
-            ax.fill_between(t, band["mean"] - band.ci95, band["mean"] + band.ci95, step="post",
-                            color=colors[label], alpha=0.25, linewidth=0)
-            last = band.iloc[-1]  # the step's last point has no width: its mean and interval as a dot and bar
-            ax.errorbar(last.time_s / scale, last["mean"], yerr=np.nan_to_num(last.ci95), fmt="o",
-                        color=colors[label], capsize=3, markersize=4)
-        _target_line(ax, target)
-        ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(PLAIN)
-        ax.set(xlabel=f"simulated wall-clock ({unit}, log)", title=point or run_title(run))
-        ax.legend(fontsize="small")
-    for ax in axes[:, 0]:
-        ax.set_ylabel("eval loss (mean over seeds, 95% band)")
-    for ax in list(axes.flat)[len(points):]:
-        ax.set_visible(False)
-    fig.tight_layout()
-    return fig
-
-
-def final_eval_loss(run):
-    """The final eval loss's mean over seeds with seeds.csv's 95% interval, each seed as a dot."""
-    run = Path(run)
-    runs = rf.seed_runs(run)
-    seeds = rf.seeds_table(run)
-    points = list(dict.fromkeys(runs.point))
-    labels = list(dict.fromkeys(runs.label))
-    colors = _colors(labels)
-    width = 0.8 / len(labels)
-    fig, ax = plt.subplots(figsize=(max(6, 1.0 * len(points) * len(labels) + 2), 4.5))
-    x = np.arange(len(points))
-    low, high = [], []
-    for i, label in enumerate(labels):
-        rows = seeds[seeds.label == label].set_index("point").reindex(points)
-        mean, ci = rows.final_eval_loss_mean, rows.final_eval_loss_ci95.fillna(0)
-        bars = ax.bar(x + i * width, mean, width, yerr=ci, capsize=4, color=colors[label], alpha=0.8,
-                      label=f"{label} ({int(rows.seeds.max())} seeds)")
-        for bar, m, c in zip(bars, mean, ci):
-            ax.annotate(f"{m:.3f} ± {c:.3f}", (bar.get_x() + bar.get_width() / 2, m + c), xytext=(0, 3),
-                        textcoords="offset points", ha="center", va="bottom", fontsize="x-small")
-        per_seed = runs[runs.label == label]
-        finals = [rf.summary(f.parent, f.name)["final_eval_loss"] for f in per_seed.folder]
-        ax.plot(np.array([points.index(p) for p in per_seed.point]) + i * width, finals, ".", color="black",
-                markersize=4)
-        low += list(mean - ci) + finals
-        high += list(mean + ci) + finals
-    span = np.nanmax(high) - np.nanmin(low)
-    ax.set_ylim(np.nanmin(low) - 0.3 * span - 1e-3, np.nanmax(high) + 0.15 * span + 1e-3)
-    ax.set_xticks(x + width * (len(labels) - 1) / 2, [p or run_title(run) for p in points],
-                  rotation=30 if len(points) > 3 else 0, ha="right" if len(points) > 3 else "center")
-    ax.set(ylabel="final eval loss", title="final eval loss: mean over seeds ± 95% interval (Student t)")
-    ax.legend(fontsize="small")
     fig.tight_layout()
     return fig
 
@@ -666,28 +483,3 @@ def plan(run, policies=None):
             out.append((f"availability_{p}", f"{p}: workers in the group (the world changed)",
                         lambda p=p: availability(run, p)))
     return out
-
-
-class FigureWriter:
-    """Saves figures into a folder and remembers their names in <folder>/.<owner>.written, so that the
-    next writer of the same owner first removes what it wrote before (no stale figure of an earlier run
-    stays beside the new ones) and nothing else."""
-
-    def __init__(self, folder, owner):
-        self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.manifest = self.folder / f".{owner}.written"
-        self.written = []
-        if self.manifest.exists():
-            for name in self.manifest.read_text().split("\n"):
-                if name and "/" not in name and (self.folder / name).is_file():
-                    (self.folder / name).unlink()
-        self.manifest.write_text("")
-
-    def save(self, fig, name, fmt="png", dpi=110):
-        path = self.folder / f"{name}.{fmt}"
-        fig.savefig(path, dpi=dpi, metadata={"Date": None} if fmt == "svg" else None)
-        plt.close(fig)
-        self.written.append(path.name)
-        self.manifest.write_text("".join(n + "\n" for n in self.written))
-        return path
