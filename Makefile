@@ -37,7 +37,7 @@ test: build
 # over its LibTorch work and the step pool's speed-up, and locosim against a plain PyTorch DiLoCo loop
 # (PEER, skipped with a line saying so where there is none). Each prints one line per measurement.
 bench: build bench-deps
-	python3 bench/scale.py --locosim $(BUILD)/locosim --marginal 204800
+	python3 bench/scale.py --locosim $(BUILD)/locosim --marginal 204800 --repeat 3
 	python3 bench/overhead.py --locosim $(BUILD)/locosim
 	@if [ -f "$(PEER)" ]; then python3 bench/peer.py --locosim $(BUILD)/locosim --peer "$(PEER)"; \
 	else echo "peer skipped: no Python DiLoCo loop at $(PEER) (make bench PEER=path/to/diloco_peer.py)"; fi
