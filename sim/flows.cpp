@@ -85,7 +85,7 @@ void Flows::wait_each(std::vector<std::pair<double, int>>* finished) {
   meta_.clear();
 }
 
-std::vector<double> Flows::wait_in_order() {
+Flows::Few<double> Flows::wait_in_order() {
   // A lone transfer not started yet starts in its wait, as a blocking put or get does: one scheduling
   // round where a start and a wait take two.
   if (comms_.size() == 1 && unstarted_.size() == 1) {
@@ -93,7 +93,7 @@ std::vector<double> Flows::wait_in_order() {
   } else {
     start();
   }
-  std::vector<double> ends;
+  Few<double> ends;
   ends.reserve(comms_.size());
   for (size_t i = 0; i < comms_.size(); ++i) {
     comms_[i]->wait();

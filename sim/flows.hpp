@@ -52,6 +52,12 @@ uint64_t message_bytes(double bytes);
 // Their mailboxes are remembered in `known` (null: looked up each time, for tags never used again).
 class Flows {
  public:
+  // Most sides move one or two messages a collective (a send and a receive): room for them without
+  // growing, where each of a vector's first doublings is an allocation.
+  static constexpr size_t kFew = 2;
+  template <class T>
+  using Few = boost::container::small_vector<T, kFew>;
+
   Flows(int worker, Recorder& recorder, KnownMailboxes* known = &known_mailboxes());
 
   void send(const std::string& tag, int to, uint64_t bytes);
@@ -70,7 +76,7 @@ class Flows {
   // Waits for the transfers one after the other in the order they were added, and records each when
   // its wait returns: one that finished before the one ahead of it is recorded as ending with it.
   // Returns the recorded ends, in that order.
-  std::vector<double> wait_in_order();
+  Few<double> wait_in_order();
   bool empty() const { return comms_.empty(); }
   // Starts the transfers added since the last wait, in the order they were added: for transfers that
   // must run while the actor waits on others.
@@ -83,12 +89,6 @@ class Flows {
     uint64_t bytes;
   };
   void add(simgrid::s4u::CommPtr comm, EventKind kind, int peer, uint64_t bytes);
-
-  // Most sides move one or two messages a collective (a send and a receive): room for them without
-  // growing, where each of a vector's first doublings is an allocation.
-  static constexpr size_t kFew = 2;
-  template <class T>
-  using Few = boost::container::small_vector<T, kFew>;
 
   int worker_;
   Recorder& recorder_;
