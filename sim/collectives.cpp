@@ -168,13 +168,14 @@ void relay_all_reduce_serve(const std::vector<int>& members, int relay, const st
   const sg4::BarrierPtr all_uploaded = lanes > 1 ? sg4::Barrier::create(static_cast<unsigned>(lanes)) : nullptr;
   KnownMailboxes& known = known_mailboxes();  // this actor's, for every lane: it outlives them
   const std::string up = tag + "/up", down = tag + "/down";
-  auto serve_lane = [&members, relay, &up, &down, bytes, &recorder, lanes, all_uploaded, &known](size_t lane) {
+  const uint64_t size = message_bytes(bytes);
+  auto serve_lane = [&members, relay, &up, &down, size, &recorder, lanes, all_uploaded, &known](size_t lane) {
     Flows uploads(relay, recorder, &known);
-    for (size_t i = lane; i < members.size(); i += lanes) uploads.recv(up, members[i], message_bytes(bytes));
+    for (size_t i = lane; i < members.size(); i += lanes) uploads.recv(up, members[i], size);
     uploads.wait_each();  // the mean needs every contribution
     if (all_uploaded) all_uploaded->wait();
     Flows downloads(relay, recorder, &known);
-    for (size_t i = lane; i < members.size(); i += lanes) downloads.send(down, members[i], message_bytes(bytes));
+    for (size_t i = lane; i < members.size(); i += lanes) downloads.send(down, members[i], size);
     downloads.wait_each();
   };
   std::vector<sg4::ActorPtr> others;
