@@ -59,9 +59,9 @@ void read_trace_csv(Section& s, const std::string& key, const std::string& path,
   bool seen_content = false;
   while (std::getline(in, line)) {
     ++r.line;
-    r.at = "trace '" + path + "' line " + std::to_string(r.line) + ": ";
     line = trimmed(line.substr(0, line.find('#')));
     if (line.empty()) continue;
+    r.at = "trace '" + path + "' line " + std::to_string(r.line) + ": ";
     const bool header = !seen_content && std::isalpha(static_cast<unsigned char>(line[0]));
     seen_content = true;
     if (header) continue;
