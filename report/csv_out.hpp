@@ -3,9 +3,10 @@
 // (a sentry, a string per number) took a tenth of a timing-only run (bench/README.md, 2026-11-27).
 // Numbers print exactly as printf's %.9g and %.6f print them (no locale, no format parsing): the
 // same run always writes the same bytes. The common numbers (times, byte counts, losses) take a short
-// path that rounds their scaled value to whole digits; one it cannot round for sure (within a
-// millionth of a tie, at the edge of its range, or not finite) goes through std::to_chars, whose
-// general-precision path cost about twenty times as much and was a fifth of a swarm's run.
+// path that prints whole numbers as integers and rounds the others' scaled value to whole digits; one
+// it cannot round for sure (within a millionth of a tie, at the edge of its range, or not finite)
+// goes through std::to_chars, whose general-precision path cost about twenty times as much and was a
+// fifth of a swarm's run.
 //
 //   CsvOut csv(file.out());
 //   csv.integer(r.worker).text("send").g9(r.start_s).blank().end_row();
@@ -109,7 +110,13 @@ inline char* CsvOut::short_g9(char* at, double v) {
                                       1e5,  1e6,  1e7,  1e8,  1e9, 1e10, 1e11, 1e12};  // 10^(i - 4)
   const auto pow10 = [](int e) { return kPow10[e + 4]; };
   const double a = std::fabs(v);
-  if (!(a >= 1e-4 && a < 1e9)) return nullptr;  // zero, NaN, infinities and exponent notation included
+  // Whole numbers below 1e9 have at most nine digits, all shown: zero (a compute's bytes, an idle
+  // link's), whole byte counts, round bucket bounds and rates, whose scaled value is a range's end.
+  if (a < 1e9 && a == std::floor(a)) {
+    if (std::signbit(v)) *at++ = '-';  // "-0", as printf prints it
+    return std::to_chars(at, at + 9, static_cast<uint64_t>(a)).ptr;
+  }
+  if (!(a >= 1e-4 && a < 1e9)) return nullptr;  // NaN, infinities and exponent notation included
   int x = 8;
   while (x > -4 && a < pow10(x)) --x;
   const double s = a * pow10(8 - x);
