@@ -5,6 +5,10 @@
 #include <torch/optim/sgd.h>
 #include <torch/serialize.h>
 
+#include <map>
+#include <mutex>
+#include <tuple>
+
 #include "algorithms/optim.hpp"
 #include "algorithms/policy.hpp"
 
@@ -28,11 +32,31 @@ Anchor::Anchor(const std::vector<torch::Tensor>& params, const std::optional<Out
   if (outer) outer_ = make_outer_optimizer(theta_, *outer);
 }
 
+namespace {
+
+// Timing only: meta tensors of these tensors' shapes, one set for every anchor whose θ has the same
+// shapes, strides and types. A meta tensor holds no values and Δ is only read, so the workers may
+// share it: a swarm's thousands of workers then fetch one set of tensors each round, where a set of
+// their own each was thousands of objects brought back from memory (its reference counts, its sizes).
+std::vector<torch::Tensor> shared_meta_like(const std::vector<torch::Tensor>& like) {
+  using Shape = std::tuple<std::vector<int64_t>, std::vector<int64_t>, c10::ScalarType>;
+  static std::mutex mutex;
+  static std::map<std::vector<Shape>, std::vector<torch::Tensor>> sets;
+  std::vector<Shape> key;
+  for (const auto& t : like) key.emplace_back(t.sizes().vec(), t.strides().vec(), t.scalar_type());
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto [it, added] = sets.try_emplace(std::move(key));
+  if (added) {
+    for (const auto& t : like) it->second.push_back(torch::empty_like(t));
+  }
+  return it->second;
+}
+
+}  // namespace
+
 std::vector<torch::Tensor> Anchor::pseudo_gradient(const std::vector<torch::Tensor>& params) {
   if (!values()) {
-    if (shapes_.empty()) {
-      for (const auto& t : theta_) shapes_.push_back(torch::empty_like(t));
-    }
+    if (shapes_.empty()) shapes_ = shared_meta_like(theta_);
     return shapes_;
   }
   std::vector<torch::Tensor> delta;

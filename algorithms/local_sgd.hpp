@@ -51,7 +51,7 @@ class Anchor {
  private:
   std::vector<torch::Tensor> theta_;
   std::unique_ptr<torch::optim::Optimizer> outer_;
-  std::vector<torch::Tensor> shapes_;  // timing only: tensors of Δ's shapes, made once
+  std::vector<torch::Tensor> shapes_;  // timing only: meta tensors of Δ's shapes, shared by every anchor of θ's shapes
 };
 
 }  // namespace locosim
