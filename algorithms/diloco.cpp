@@ -94,6 +94,7 @@ class DiLoCo : public Policy {
     std::vector<torch::Tensor> delta;  // averaged in place
     const bool committed = cfg_.prune > 0 ? gather_pruned(mine, delta) : commit_or_redo([&] {
       delta.clear();
+      delta.reserve(mine.size());
       double weight = 1;  // this worker's share × the members: the all-reduce's mean is then the weighted mean
       if (clock_ && !clock_->token_weight(weight)) return Pending([] { return false; });
       for (const auto& d : mine) delta.push_back(!anchor_.values() ? d : weight == 1 ? d.clone() : d * weight);
