@@ -106,6 +106,39 @@ TEST_CASE("collectives: a relay all-reduce served in lanes sends the mean only o
   CHECK(bytes_of(recorder, EventKind::send, k) == doctest::Approx(k * bytes));
 }
 
+TEST_CASE("collectives: a relay all-reduce in lanes of many members, twice on one tag, takes the closed form each time") {
+  // 40 members in 6 lanes of 6 or 7: each lane looks up more mailboxes than it keeps in order, while
+  // the others look up theirs (each lookup of a new mailbox is a simcall); the second all-reduce finds
+  // them all known.
+  const int k = 40;
+  const double bytes = 1e6;
+  Sim sim(identical_hosts(k, 10, 100, 10, kRelay));
+  Recorder recorder;
+  std::vector<double> first(k, -1);
+  auto finished = run_sides(
+      sim,
+      [&](int r) {
+        relay_all_reduce_flows(r, all_ranks(k), k, "t", bytes, recorder);
+        first[static_cast<size_t>(r)] = sg4::Engine::get_clock();
+        relay_all_reduce_flows(r, all_ranks(k), k, "t", bytes, recorder);
+      },
+      [&] {
+        relay_all_reduce_serve(all_ranks(k), k, "t", bytes, recorder, 6);
+        relay_all_reduce_serve(all_ranks(k), k, "t", bytes, recorder, 6);
+      });
+  // K uploads share the relay's downlink and K downloads its uplink, far faster than the hosts' links.
+  const double latency_s = kWorkerLatencyS + kRelayLatencyS;
+  const double once = bytes * 8 / kUpBps + latency_s + bytes * 8 / kDownBps + latency_s;
+  for (int r = 0; r < k; ++r) {
+    CHECK(first[static_cast<size_t>(r)] == doctest::Approx(once).epsilon(0.01));
+    CHECK(finished[static_cast<size_t>(r)] == doctest::Approx(2 * once).epsilon(0.01));
+    CHECK(bytes_of(recorder, EventKind::send, r, k) == doctest::Approx(2 * bytes));
+    CHECK(bytes_of(recorder, EventKind::recv, r, k) == doctest::Approx(2 * bytes));
+  }
+  CHECK(bytes_of(recorder, EventKind::recv, k) == doctest::Approx(2 * k * bytes));
+  CHECK(bytes_of(recorder, EventKind::send, k) == doctest::Approx(2 * k * bytes));
+}
+
 TEST_CASE("collectives: a relayed all-gather on 10 Mbps up / 100 Mbps down hosts takes the closed-form upload and download times") {
   const int k = 4;
   const double bytes = 1e6;

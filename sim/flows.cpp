@@ -18,21 +18,54 @@ int token = 0;
 int* sink = nullptr;
 
 // The mailbox of the messages from `from` to `to` in one phase of one collective, remembered in
-// `known` if given. Messages on one mailbox match in order, so a sequence of rounds between the same
-// pair needs no round number.
-sg4::Mailbox* box(KnownMailboxes* known, const std::string& tag, int from, int to) {
+// `known` if given (`self`, one of them, is the rank the flows are for). Messages on one mailbox match
+// in order, so a sequence of rounds between the same pair needs no round number.
+sg4::Mailbox* box(KnownMailboxes* known, const std::string& tag, int from, int to, int self) {
   auto by_name = [&] { return sg4::Mailbox::by_name(tag + "/" + std::to_string(from) + "-to-" + std::to_string(to)); };
   if (!known) return by_name();
-  const uint64_t pair = static_cast<uint64_t>(static_cast<uint32_t>(from)) << 32 | static_cast<uint32_t>(to);
-  auto [it, added] = known->of(tag).try_emplace(pair, nullptr);
-  if (added) it->second = by_name();
-  return it->second;
+  const int peer = self == from ? to : from;
+  if (sg4::Mailbox* kept = known->at(tag, self, peer, self == from)) return kept;
+  // by_name is a simcall: the actors sharing `known` (a relay's lanes) may look up others meanwhile.
+  sg4::Mailbox* found = by_name();
+  known->at(tag, self, peer, self == from) = found;
+  return found;
 }
 
 }  // namespace
 
 simgrid::xbt::Extension<sg4::Actor, KnownMailboxes> KnownMailboxes::EXTENSION_ID =
     sg4::Actor::extension_create<KnownMailboxes>();
+
+sg4::Mailbox*& KnownMailboxes::at(const std::string& tag, int self, int peer, bool sends) {
+  if (!recent_[0] || recent_[0]->first != tag) {
+    if (recent_[1] && recent_[1]->first == tag) {
+      std::swap(recent_[0], recent_[1]);
+    } else {
+      recent_[1] = recent_[0];
+      recent_[0] = &*by_tag_.try_emplace(tag, Tag{self, {}, {}, {}}).first;
+    }
+  }
+  Tag& known = recent_[0]->second;
+  if (self != known.self) {  // not one of this tag's (no collective does it): by the pair
+    const int from = sends ? self : peer, to = sends ? peer : self;
+    return known.others[static_cast<uint64_t>(static_cast<uint32_t>(from)) << 32 | static_cast<uint32_t>(to)];
+  }
+  if (known.by_peer[0].empty() && known.by_peer[1].empty()) {
+    for (Known& k : known.few) {
+      if (k.peer == peer && k.sends == sends) return k.box;
+    }
+    if (known.few.size() < kFew) return known.few.emplace_back(Known{peer, sends, nullptr}).box;
+    for (const Known& k : known.few) {  // past a few: into the tables
+      auto& table = known.by_peer[k.sends];
+      if (table.size() <= static_cast<size_t>(k.peer)) table.resize(static_cast<size_t>(k.peer) + 1, nullptr);
+      table[static_cast<size_t>(k.peer)] = k.box;
+    }
+    known.few.clear();
+  }
+  auto& table = known.by_peer[sends];
+  if (table.size() <= static_cast<size_t>(peer)) table.resize(static_cast<size_t>(peer) + 1, nullptr);
+  return table[static_cast<size_t>(peer)];
+}
 
 KnownMailboxes& known_mailboxes() {
   sg4::Actor* self = sg4::Actor::self();
@@ -49,11 +82,11 @@ Flows::Flows(int worker, Recorder& recorder, KnownMailboxes* known)
 }
 
 void Flows::send(const std::string& tag, int to, uint64_t bytes) {
-  add(box(known_, tag, worker_, to)->put_init(&token, bytes), EventKind::send, to, bytes);
+  add(box(known_, tag, worker_, to, worker_)->put_init(&token, bytes), EventKind::send, to, bytes);
 }
 
 void Flows::recv(const std::string& tag, int from, uint64_t bytes) {
-  add(box(known_, tag, from, worker_)->get_init()->set_dst_data(reinterpret_cast<void**>(&sink), sizeof sink),
+  add(box(known_, tag, from, worker_, worker_)->get_init()->set_dst_data(reinterpret_cast<void**>(&sink), sizeof sink),
       EventKind::recv, from, bytes);
 }
 

@@ -22,22 +22,41 @@
 
 namespace locosim {
 
-// The mailboxes an actor has looked up, by tag, then by (from, to). `Mailbox::by_name` is a simcall, a
-// scheduling round for the actor that makes it, and a collective's sides look up the same mailboxes
-// collective after collective (SimTransport reuses a finished collective's tag). Kept with the actor,
-// so it never outlives the engine its mailboxes belong to; an actor's helpers that end before it (the
-// relay's lanes) may use its own. A side asks for one tag many times in a row (a relay's lane, for
-// each of its members), so the last tag's pairs are kept at hand: a hit builds and hashes no name.
-struct KnownMailboxes {
+// The mailboxes an actor has looked up. `Mailbox::by_name` is a simcall, a scheduling round for the
+// actor that makes it, and a collective's sides look up the same mailboxes collective after collective
+// (SimTransport reuses a finished collective's tag). Kept with the actor, so it never outlives the
+// engine its mailboxes belong to; an actor's helpers that end before it (the relay's lanes) may use
+// its own. Each transfer has the rank the actor moves messages for (Flows' worker) at one end, so a
+// tag's mailboxes are known by the other end: the first few in the order asked for (a member's one or
+// two), then in a table by rank (a relay's lanes ask for every member's, in rank order, every
+// collective). The last two tags asked for are at hand (a member asks for its upload's, then its
+// result's): a hit builds and hashes no name, and a swarm's member, whose state is cold each time it
+// runs, fetches a few cache lines where a hash table's buckets and nodes took twice as many.
+class KnownMailboxes {
+ public:
   static simgrid::xbt::Extension<simgrid::s4u::Actor, KnownMailboxes> EXTENSION_ID;
-  using Pairs = std::unordered_map<uint64_t, simgrid::s4u::Mailbox*>;  // by (from << 32 | to)
-  std::unordered_map<std::string, Pairs> by_tag;
-  std::pair<const std::string, Pairs>* last = nullptr;  // the entry asked for last (entries never move)
 
-  Pairs& of(const std::string& tag) {
-    if (!last || last->first != tag) last = &*by_tag.try_emplace(tag).first;
-    return last->second;
-  }
+  // Where the mailbox of `tag`'s messages between `self` and `peer` (sent by `self` if `sends`) is
+  // kept: null until the caller sets it. Valid until the next call: not across a simcall, where the
+  // actors sharing it (a relay's lanes) may call it.
+  simgrid::s4u::Mailbox*& at(const std::string& tag, int self, int peer, bool sends);
+
+ private:
+  static constexpr size_t kFew = 4;
+  struct Known {
+    int peer;
+    bool sends;
+    simgrid::s4u::Mailbox* box;
+  };
+  struct Tag {
+    int self;
+    boost::container::small_vector<Known, kFew> few;       // until there are more than kFew
+    std::vector<simgrid::s4u::Mailbox*> by_peer[2];         // then: [sends][peer]
+    std::unordered_map<uint64_t, simgrid::s4u::Mailbox*> others;  // (from << 32 | to), another self's
+  };
+  using Entry = std::pair<const std::string, Tag>;
+  std::unordered_map<std::string, Tag> by_tag_;
+  Entry* recent_[2] = {nullptr, nullptr};  // the tags asked for last (a map's entries never move)
 };
 
 // The calling actor's.
