@@ -19,7 +19,6 @@
 #include <future>
 #include <memory>
 #include <ostream>
-#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -27,7 +26,8 @@ namespace locosim {
 
 class CsvOut {
  public:
-  explicit CsvOut(std::ostream& out) : out_(out) {}
+  explicit CsvOut(std::ostream& out) : out_(&out) {}
+  explicit CsvOut(std::string& text) : text_(&text) {}  // appends to `text`
   CsvOut(const CsvOut&) = delete;
   CsvOut& operator=(const CsvOut&) = delete;
 
@@ -49,7 +49,7 @@ class CsvOut {
   CsvOut& text(std::string_view s) {
     if (s.size() > kNumber) {  // longer than any number: straight to the stream
       flush();
-      out_.write(s.data(), static_cast<std::streamsize>(s.size()));
+      put(s.data(), s.size());
       return field(room());
     }
     char* at = room();
@@ -59,9 +59,9 @@ class CsvOut {
   CsvOut& blank() { return field(room()); }
   // Ends the row (after at least one field).
   void end_row() { buf_[pos_ - 1] = '\n'; }
-  // Hands what is buffered to the stream: before the file is closed.
+  // Hands what is buffered to the stream (or the string): before the file is closed.
   void flush() {
-    out_.write(buf_.get(), static_cast<std::streamsize>(pos_));
+    put(buf_.get(), pos_);
     pos_ = 0;
   }
 
@@ -98,9 +98,18 @@ class CsvOut {
     return *this;
   }
 
-  std::ostream& out_;
+  void put(const char* data, size_t size) {
+    if (text_) {
+      text_->append(data, size);
+    } else {
+      out_->write(data, static_cast<std::streamsize>(size));
+    }
+  }
+
+  std::ostream* out_ = nullptr;
+  std::string* text_ = nullptr;
   size_t pos_ = 0;
-  std::unique_ptr<char[]> buf_ = std::make_unique<char[]>(kSize);  // not on the caller's stack
+  std::unique_ptr<char[]> buf_{new char[kSize]};  // not on the caller's stack, and not zeroed
 };
 
 // Rows 0 to n − 1, each formatted by row(csv, i), written to `out` in order: formatted in chunks, two
@@ -111,13 +120,11 @@ template <class Row>
 void write_rows(std::ostream& out, size_t n, const Row& row) {
   constexpr size_t kChunk = size_t{1} << 15;
   const auto format = [n, &row](size_t first) {
-    std::ostringstream text;
-    {
-      CsvOut csv(text);
-      for (size_t i = first; i < n && i < first + kChunk; ++i) row(csv, i);
-      csv.flush();
-    }
-    return text.str();
+    std::string text;
+    CsvOut csv(text);
+    for (size_t i = first; i < n && i < first + kChunk; ++i) row(csv, i);
+    csv.flush();
+    return text;
   };
   for (size_t first = 0; first < n; first += 2 * kChunk) {
     // Deferred (formatted here, in get()) where no thread can be started.
