@@ -16,18 +16,15 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <future>
 #include <memory>
 #include <ostream>
-#include <string>
 #include <string_view>
 
 namespace locosim {
 
 class CsvOut {
  public:
-  explicit CsvOut(std::ostream& out) : out_(&out) {}
-  explicit CsvOut(std::string& text) : text_(&text) {}  // appends to `text`
+  explicit CsvOut(std::ostream& out) : out_(out) {}
   CsvOut(const CsvOut&) = delete;
   CsvOut& operator=(const CsvOut&) = delete;
 
@@ -49,7 +46,7 @@ class CsvOut {
   CsvOut& text(std::string_view s) {
     if (s.size() > kNumber) {  // longer than any number: straight to the stream
       flush();
-      put(s.data(), s.size());
+      out_.write(s.data(), static_cast<std::streamsize>(s.size()));
       return field(room());
     }
     char* at = room();
@@ -59,9 +56,9 @@ class CsvOut {
   CsvOut& blank() { return field(room()); }
   // Ends the row (after at least one field).
   void end_row() { buf_[pos_ - 1] = '\n'; }
-  // Hands what is buffered to the stream (or the string): before the file is closed.
+  // Hands what is buffered to the stream: before the file is closed.
   void flush() {
-    put(buf_.get(), pos_);
+    out_.write(buf_.get(), static_cast<std::streamsize>(pos_));
     pos_ = 0;
   }
 
@@ -98,43 +95,10 @@ class CsvOut {
     return *this;
   }
 
-  void put(const char* data, size_t size) {
-    if (text_) {
-      text_->append(data, size);
-    } else {
-      out_->write(data, static_cast<std::streamsize>(size));
-    }
-  }
-
-  std::ostream* out_ = nullptr;
-  std::string* text_ = nullptr;
+  std::ostream& out_;
   size_t pos_ = 0;
-  std::unique_ptr<char[]> buf_{new char[kSize]};  // not on the caller's stack, and not zeroed
+  std::unique_ptr<char[]> buf_ = std::make_unique<char[]>(kSize);  // not on the caller's stack
 };
-
-// Rows 0 to n − 1, each formatted by row(csv, i), written to `out` in order: formatted in chunks, two
-// at a time on two threads. A run with thousands of workers ends by formatting millions of rows, and
-// the disk is not what it waits for. Each chunk is formatted on its own, so the bytes are the same as
-// one CsvOut's over all rows; `row` must only read what it shares.
-template <class Row>
-void write_rows(std::ostream& out, size_t n, const Row& row) {
-  constexpr size_t kChunk = size_t{1} << 15;
-  const auto format = [n, &row](size_t first) {
-    std::string text;
-    CsvOut csv(text);
-    for (size_t i = first; i < n && i < first + kChunk; ++i) row(csv, i);
-    csv.flush();
-    return text;
-  };
-  for (size_t first = 0; first < n; first += 2 * kChunk) {
-    // Deferred (formatted here, in get()) where no thread can be started.
-    std::future<std::string> second = std::async(std::launch::async | std::launch::deferred, format, first + kChunk);
-    const std::string mine = format(first);
-    out.write(mine.data(), static_cast<std::streamsize>(mine.size()));
-    const std::string theirs = second.get();
-    out.write(theirs.data(), static_cast<std::streamsize>(theirs.size()));
-  }
-}
 
 // %.9g prints 9 significant digits, in fixed notation for magnitudes from 1e-4 to below 1e9, without
 // trailing zeros. The magnitude a is scaled by an exact power of ten to s = a * 10^(8 - X), X its

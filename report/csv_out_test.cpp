@@ -2,7 +2,6 @@
 // boundaries and for fields longer than any number.
 #include "report/csv_out.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -44,26 +43,6 @@ TEST_CASE("csv out: numbers print as printf prints them, across the buffer's bou
   }
   CHECK(out.str().size() > (1u << 17));
   CHECK(out.str() == expected);
-}
-
-TEST_CASE("csv out: rows written in chunks on two threads are the bytes of one pass, in order") {
-  // Enough rows for several pairs of chunks and a ragged last one; no rows; one row.
-  for (size_t n : {size_t{0}, size_t{1}, size_t{200003}}) {
-    const auto row = [](CsvOut& csv, size_t i) {
-      csv.integer(static_cast<int64_t>(i)).g9(static_cast<double>(i) / 7).fixed6(1.0 / (static_cast<double>(i) + 1));
-      (i % 3 == 0 ? csv.blank() : csv.text("send")).end_row();
-    };
-    std::ostringstream one, chunked;
-    {
-      CsvOut csv(one);
-      for (size_t i = 0; i < n; ++i) row(csv, i);
-      csv.flush();
-    }
-    write_rows(chunked, n, row);
-    const std::string text = chunked.str();
-    CHECK(text == one.str());
-    CHECK(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) == n);
-  }
 }
 
 TEST_CASE("csv out: a field longer than any number goes through whole") {

@@ -42,23 +42,20 @@ double bucket_width_s(double requested_s, double end_s) {
 
 void write_links_csv(const LinkReport& report, const std::string& path) {
   OutputFile file(path);
-  CsvOut header(file.out());
-  header.text("link,direction,worker,host,start_s,end_s,bytes,utilization,capacity_bps").end_row();
-  header.flush();
-  std::vector<size_t> starts{0};  // row starts[k] is link k's first bucket
-  for (const auto& l : report.links) starts.push_back(starts.back() + l.bytes.size());
-  write_rows(file.out(), starts.back(), [&report, &starts](CsvOut& csv, size_t row) {
-    const auto k = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), row) - starts.begin()) - 1;
-    const LinkTraffic& l = report.links[k];
-    const size_t b = row - starts[k];
-    const double start = report.bucket_start_s(b), end = report.bucket_end_s(b);
-    const double capacity_bytes = l.capacity_in(b, end - start);
-    const double utilization = capacity_bytes > 0 ? l.bytes[b] / capacity_bytes : 0;
-    const double capacity_bps = end > start ? capacity_bytes * 8 / (end - start) : l.bandwidth_bps;
-    csv.text(l.link).text(l.direction);
-    (l.worker >= 0 ? csv.integer(l.worker) : csv.blank()).text(l.host);
-    csv.g9(start).g9(end).g9(l.bytes[b]).fixed6(utilization).g9(capacity_bps).end_row();
-  });
+  CsvOut csv(file.out());
+  csv.text("link,direction,worker,host,start_s,end_s,bytes,utilization,capacity_bps").end_row();
+  for (const auto& l : report.links) {
+    for (size_t b = 0; b < l.bytes.size(); ++b) {
+      const double start = report.bucket_start_s(b), end = report.bucket_end_s(b);
+      const double capacity_bytes = l.capacity_in(b, end - start);
+      const double utilization = capacity_bytes > 0 ? l.bytes[b] / capacity_bytes : 0;
+      const double capacity_bps = end > start ? capacity_bytes * 8 / (end - start) : l.bandwidth_bps;
+      csv.text(l.link).text(l.direction);
+      (l.worker >= 0 ? csv.integer(l.worker) : csv.blank()).text(l.host);
+      csv.g9(start).g9(end).g9(l.bytes[b]).fixed6(utilization).g9(capacity_bps).end_row();
+    }
+  }
+  csv.flush();
   file.close();
 }
 

@@ -83,18 +83,18 @@ std::vector<const MetricRow*> by_worker_and_step(const Recorder& recorder) {
 
 void write_metrics_csv(const Recorder& recorder, const std::string& path) {
   OutputFile file(path);
-  CsvOut header(file.out());
-  header.text("time_s,worker,step,tokens,train_loss,eval_loss,sync").end_row();
-  header.flush();
+  CsvOut csv(file.out());
+  csv.text("time_s,worker,step,tokens,train_loss,eval_loss,sync").end_row();
   const std::vector<const MetricRow*> rows = by_worker_and_step(recorder);
-  write_rows(file.out(), rows.size(), [&rows](CsvOut& csv, size_t i) {
+  for (size_t i = 0; i < rows.size(); ++i) {
     prefetch_ahead(rows, i);
     const MetricRow& r = *rows[i];
     csv.g9(r.time_s).integer(r.worker).integer(r.step).integer(r.tokens);
     loss(csv, r.train_loss);
     loss(csv, r.eval_loss);
     csv.text(sync_name(r.sync)).end_row();
-  });
+  }
+  csv.flush();
   file.close();
 }
 
@@ -143,15 +143,15 @@ void write_events_csv(const Recorder& recorder, const std::string& path) {
     return std::tie(a.start_s, a.end_s, a.kind, a.peer, a.bytes) < std::tie(b.start_s, b.end_s, b.kind, b.peer, b.bytes);
   });
   OutputFile file(path);
-  CsvOut header(file.out());
-  header.text("worker,kind,start_s,end_s,bytes,peer").end_row();
-  header.flush();
-  write_rows(file.out(), rows.size(), [&rows](CsvOut& csv, size_t i) {
+  CsvOut csv(file.out());
+  csv.text("worker,kind,start_s,end_s,bytes,peer").end_row();
+  for (size_t i = 0; i < rows.size(); ++i) {
     prefetch_ahead(rows, i);
     const EventRow& r = *rows[i];
     csv.integer(r.worker).text(event_kind_name(r.kind)).g9(r.start_s).g9(r.end_s).g9(r.bytes);
     (r.peer >= 0 ? csv.integer(r.peer) : csv.blank()).end_row();
-  });
+  }
+  csv.flush();
   file.close();
 }
 
