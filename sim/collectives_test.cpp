@@ -12,6 +12,7 @@
 #include "sim/platform.hpp"
 #include "sim/sim_transport.hpp"
 #include "sim/collectives_test_util.hpp"
+#include "sim/flows.hpp"
 #include "sim/sim_test_util.hpp"
 #include "tests/doctest_torch.hpp"
 
@@ -104,6 +105,41 @@ TEST_CASE("collectives: a relay all-reduce served in lanes sends the mean only o
   CHECK(sends == k);
   CHECK(bytes_of(recorder, EventKind::recv, k) == doctest::Approx(k * bytes));
   CHECK(bytes_of(recorder, EventKind::send, k) == doctest::Approx(k * bytes));
+}
+
+TEST_CASE("collectives: known mailboxes keep each tag's mailboxes by the other end, past a few and across tags") {
+  // Stand-ins for mailboxes (never dereferenced): each (tag, self, peer, direction) its own.
+  std::vector<char> boxes(1000);
+  const auto fake = [&](int tag, int self, int peer, bool sends) {
+    return reinterpret_cast<sg4::Mailbox*>(&boxes[static_cast<size_t>(((tag * 3 + self) * 50 + peer) * 2 + sends)]);
+  };
+  KnownMailboxes known;
+  const std::string tags[] = {"slot-0/up", "slot-0/down", "slot-1/up"};
+  // A relay's way (self 40, many peers, both directions), a member's (self 3, one peer), interleaved.
+  for (int round = 0; round < 2; ++round) {
+    for (int peer = 0; peer < 40; ++peer) {
+      for (int t = 0; t < 2; ++t) {
+        for (bool sends : {false, true}) {
+          sg4::Mailbox*& at = known.at(tags[t], 40, peer, sends);
+          if (round == 0) {
+            CHECK(at == nullptr);
+            at = fake(t, 0, peer, sends);
+          } else {
+            CHECK(at == fake(t, 0, peer, sends));
+          }
+        }
+      }
+      sg4::Mailbox*& member = known.at(tags[2], 3, 40, true);
+      if (round == 0 && peer == 0) member = fake(2, 1, 40, true);
+      CHECK(member == fake(2, 1, 40, true));
+    }
+  }
+  // Another rank under a tag already known for rank 40: its own mailbox.
+  sg4::Mailbox*& other = known.at(tags[0], 7, 40, true);
+  CHECK(other == nullptr);
+  other = fake(0, 2, 40, true);
+  CHECK(known.at(tags[0], 7, 40, true) == fake(0, 2, 40, true));
+  CHECK(known.at(tags[0], 40, 7, false) == fake(0, 0, 7, false));
 }
 
 TEST_CASE("collectives: a relay all-reduce in lanes of many members, twice on one tag, takes the closed form each time") {
