@@ -31,6 +31,13 @@ sg4::Mailbox* box(KnownMailboxes* known, const std::string& tag, int from, int t
   return found;
 }
 
+// Peer `peer`'s place in a table by rank, which grows to hold it.
+sg4::Mailbox*& slot(std::vector<sg4::Mailbox*>& table, int peer) {
+  const auto at = static_cast<size_t>(peer);
+  if (table.size() <= at) table.resize(at + 1, nullptr);
+  return table[at];
+}
+
 }  // namespace
 
 simgrid::xbt::Extension<sg4::Actor, KnownMailboxes> KnownMailboxes::EXTENSION_ID =
@@ -55,16 +62,10 @@ sg4::Mailbox*& KnownMailboxes::at(const std::string& tag, int self, int peer, bo
       if (k.peer == peer && k.sends == sends) return k.box;
     }
     if (known.few.size() < kFew) return known.few.emplace_back(Known{peer, sends, nullptr}).box;
-    for (const Known& k : known.few) {  // past a few: into the tables
-      auto& table = known.by_peer[k.sends];
-      if (table.size() <= static_cast<size_t>(k.peer)) table.resize(static_cast<size_t>(k.peer) + 1, nullptr);
-      table[static_cast<size_t>(k.peer)] = k.box;
-    }
+    for (const Known& k : known.few) slot(known.by_peer[k.sends], k.peer) = k.box;  // past a few: into the tables
     known.few.clear();
   }
-  auto& table = known.by_peer[sends];
-  if (table.size() <= static_cast<size_t>(peer)) table.resize(static_cast<size_t>(peer) + 1, nullptr);
-  return table[static_cast<size_t>(peer)];
+  return slot(known.by_peer[sends], peer);
 }
 
 KnownMailboxes& known_mailboxes() {
