@@ -10,6 +10,9 @@
 #include <functional>
 #include <stdexcept>
 
+#include "algorithms/policies.hpp"
+#include "algorithms/policy_registry.hpp"
+
 namespace locosim {
 namespace {
 
@@ -42,6 +45,32 @@ double proxy_params(const LlamaConfig& m) {
   return static_cast<double>(m.vocab_size) * d + L * (4 * d * d + 3 * d * static_cast<double>(m.ffn_hidden_size()) + 2 * d) + d;
 }
 
+// Point-to-point messages in one of the policy's collectives among W workers (each message is a send
+// row and a recv row), by the collective its rounds use and the scenario's algorithm for it
+// (sim/collectives.hpp has each one's flows).
+double messages_per_collective(const Scenario& s, const PolicySpec& policy, double W) {
+  if (s.network.aggregated) return 2 * W;
+  switch (policy.entry().collective(policy.config)) {
+    case RoundCollective::server:
+      return 2 * W;  // a push and its reply
+    case RoundCollective::all_gather:
+      return s.network.all_gather == AllGatherAlgorithm::relay ? W * W : W * (W - 1);
+    case RoundCollective::all_reduce:
+    case RoundCollective::subgroup_all_reduce:  // priced as if the group were everyone: an upper bound
+      switch (s.network.all_reduce) {
+        case AllReduceAlgorithm::relay:
+          return 2 * W;  // up to the relay, the mean back down
+        case AllReduceAlgorithm::hierarchical: {
+          const double L = static_cast<double>(site_groups(s.platform).size());
+          return 2 * (W - L) + 2 * L * (L - 1);  // members to their leader and back; the leaders' ring
+        }
+        case AllReduceAlgorithm::ring:
+          return 2 * W * (W - 1);
+      }
+  }
+  return 2 * W * (W - 1);
+}
+
 }  // namespace
 
 RunEstimate estimate_policy_run(const Scenario& s, const PolicySpec& policy) {
@@ -49,10 +78,9 @@ RunEstimate estimate_policy_run(const Scenario& s, const PolicySpec& policy) {
   const double steps = static_cast<double>(s.train.steps);
   const auto period = sync_period(policy);
   const double collectives = period ? std::max(1.0, steps / static_cast<double>(period->second)) : steps;
-  // Exact flows: 2(K−1) messages per worker and ring, sent and received; aggregated: one each.
-  const double flows_per_collective = 4 * K * (s.network.aggregated ? 1.0 : std::max(1.0, K - 1));
+  const double messages = messages_per_collective(s, policy, s.world_size());
   RunEstimate e;
-  e.rows = K * steps * 2 + collectives * flows_per_collective;  // compute and wait, then sends and receives
+  e.rows = K * steps * 2 + collectives * 2 * messages;  // compute and wait, then sends and receives
 
   const double P = proxy_params(s.model);
   const double tokens = static_cast<double>(s.train.batch_size * s.model.seq_len);

@@ -2,7 +2,8 @@
 // wall time), and the check that refuses a run that would not fit before anything is written.
 //
 // The figures are coarse (within about 2x): the run's rows are counted from its schedule (compute
-// per worker and step; each collective's point-to-point flows, 4K(K-1) send/recv rows at most),
+// per worker and step; each collective's point-to-point messages, a send row and a recv row each: 2K(K-1)
+// messages around an exact ring, 2K through a relay or with aggregated flows),
 // and each row is priced at what runs measured: memory (recorder and trace held in memory), bytes
 // written (events.csv and trace.json) and simulation time. Real LibTorch work is priced from the
 // proxy model's FLOPs at a conservative single-core rate.
