@@ -16,15 +16,18 @@
 namespace locosim {
 namespace {
 
-// Per events.csv row, measured on a 1024-worker, 2-step DDP run (8.4M rows: 13.7 GB resident,
-// 1.4 GB written, 104 s): the recorder's row plus its trace span, held in memory as a JSON tree. The
-// row alone (report.trace: none), measured on timing-only DiLoCo at 4096 workers (80 rounds against one:
-// 1.97M rows more, 116 MB more resident) and swarm-10k at 100 rounds (14.0M rows, 413 MB of events.csv).
+// Per events.csv row: the recorder's row, and its span in trace.json unless report.trace is none.
+// The trace is streamed, so a span costs memory only as a pointer in its track. Measured on one core of
+// a 2-core VM: a 1024-worker, 2-step DDP run with its trace (8.4M rows: 3.5 GB resident, 1.47 GB
+// written, 62 s); the same at 512 workers with and without its trace (2.1M rows: 19 s and 11 s, 1.69
+// and 1.67 GB); timing-only DiLoCo without a trace through a relay at 4096 workers x 100 rounds (4.1M
+// rows, 15 s, 700 MB) and swarm-10k at 100 rounds (14.0M rows, 45 s, 413 MB of events.csv).
 constexpr double kMemoryPerRow = 60;
-constexpr double kMemoryPerSpan = 1540;
+constexpr double kMemoryPerSpan = 16;
 constexpr double kDiskPerRow = 30;
 constexpr double kDiskPerSpan = 140;
-constexpr double kSecondsPerRow = 12e-6;
+constexpr double kSecondsPerRow = 3.5e-6;
+constexpr double kSecondsPerSpan = 4e-6;
 constexpr double kBaseMemory = 300e6;         // the process itself: LibTorch, SimGrid, the corpus
 constexpr double kRouteBytes = 200;           // per host: its routes to and from its star zone
 // Per worker, timing only: its actor, transport, policy and optimizers on meta tensors (4096 workers, one
@@ -94,12 +97,12 @@ RunEstimate estimate_policy_run(const Scenario& s, const PolicySpec& policy) {
 
   // Timing only: the parameters are shapes on the meta device, and no step or evaluation runs.
   const double real = s.timing_only ? 0.0 : 1.0;
-  const double spans = s.trace == "none" ? 0.0 : 1.0;  // trace.json: a span per row, kept until the end
+  const double spans = s.trace == "none" ? 0.0 : 1.0;  // trace.json: a span per row
   e.memory_bytes = kBaseMemory + K * (kRouteBytes + kWorkerBytes) + real * (K * P * 4 * kStateCopies + activations) +
                    e.rows * (kMemoryPerRow + spans * kMemoryPerSpan);
   e.disk_bytes = e.rows * (kDiskPerRow + spans * kDiskPerSpan) + K * steps * 60 + 200 * (2 * K + 8) * 60;  // + metrics, links
   e.torch_seconds = real * K * ((steps * step_flops + eval_flops) / kProxyFlopsPerSecond + steps_overhead_s);
-  e.seconds = e.rows * kSecondsPerRow + e.torch_seconds;
+  e.seconds = e.rows * (kSecondsPerRow + spans * kSecondsPerSpan) + e.torch_seconds;
   return e;
 }
 
