@@ -14,11 +14,14 @@ the worker-rounds. With `--marginal N`, each point also runs E more rounds, E = 
 what one more round costs a worker: (wall at R + E - wall at R) / (workers x E). A last line per
 collective gives the ratio of the largest worker count's marginal cost to the smallest's:
 
-    scale_ratio collective=relay workers=4096/256 marginal_ratio=1.90 printed_ratio=0.72
+    scale_ratio collective=relay workers=4096/256 marginal_ratio=1.90 printed_ratio=0.72 marginal_cpu_ratio=1.85
 
 A shared machine slows single runs by a fifth and more, and a difference of two runs (marginal_us)
 twice over: with `--repeat N` every run is made N times and the fastest counts (wall_s and cpu_s are
-its; peak_mib is the largest of the N), so a ratio moves with the code rather than the neighbours.
+its; peak_mib is the largest of the N), so a ratio moves with the code rather than the neighbours. The
+runs of a point's two lengths are made in turns (R, R + E, R, R + E, ...), so that a load that comes
+or goes weighs on both; marginal_cpu_us and marginal_cpu_ratio are the same from the CPU seconds
+(user + system), which a neighbour's load inflates less than the wall time.
 
 Usage: python3 bench/scale.py [--locosim build/locosim] [--workers 256,1024,4096] [--rounds 100]
                               [--marginal 204800] [--repeat 3]
@@ -77,11 +80,21 @@ def run(locosim, workers, rounds, inner_steps, collective):
         return wall, float(user_s) + float(system_s), int(peak_kib), summary["wall_clock_s"]
 
 
-def fastest(repeat, *args):
-    """run() `repeat` times: the fastest run's (wall s, CPU s), the largest peak KiB, the simulated s."""
-    runs = [run(*args) for _ in range(repeat)]
+def fastest(runs):
+    """Of repeated run()s: the fastest one's (wall s, CPU s), the largest peak KiB, the simulated s."""
     wall, cpu_s, _, simulated_s = min(runs)
     return wall, cpu_s, max(r[2] for r in runs), simulated_s
+
+
+def point(repeat, extra, locosim, workers, rounds, inner_steps, collective):
+    """fastest() of `repeat` runs of `rounds` rounds and, if `extra`, of `rounds + extra`: in turns, so
+    that a neighbour's load weighs on both alike."""
+    base, more = [], []
+    for _ in range(repeat):
+        base.append(run(locosim, workers, rounds, inner_steps, collective))
+        if extra:
+            more.append(run(locosim, workers, rounds + extra, inner_steps, collective))
+    return fastest(base), fastest(more) if extra else None
 
 
 def main():
@@ -102,27 +115,30 @@ def main():
     for collective in args.collectives.split(","):
         costs = {}  # workers -> (per_worker_round_us, marginal_us)
         for workers in [int(w) for w in args.workers.split(",")]:
-            wall, cpu_s, peak_kib, simulated_s = fastest(args.repeat, args.locosim, workers, args.rounds,
-                                                         args.inner_steps, collective)
+            extra = -(-args.marginal // workers) if args.marginal else 0
+            (wall, cpu_s, peak_kib, simulated_s), more = point(args.repeat, extra, args.locosim, workers, args.rounds,
+                                                               args.inner_steps, collective)
             per = wall / (workers * args.rounds) * 1e6
             line = (f"scale workers={workers} collective={collective} rounds={args.rounds} "
                     f"inner_steps={args.inner_steps} wall_s={wall:.2f} cpu_s={cpu_s:.2f} peak_mib={peak_kib / 1024:.0f} "
                     f"simulated_s={simulated_s:.1f} per_worker_round_us={per:.1f}")
-            marginal = None
-            if args.marginal:
-                extra = -(-args.marginal // workers)
-                wall1 = fastest(args.repeat, args.locosim, workers, args.rounds + extra, args.inner_steps, collective)[0]
+            marginal = marginal_cpu = None
+            if more:
+                wall1, cpu_s1 = more[0], more[1]
                 marginal = (wall1 - wall) / (workers * extra) * 1e6
-                line += f" more_rounds={extra} more_wall_s={wall1:.2f} marginal_us={marginal:.1f}"
+                marginal_cpu = (cpu_s1 - cpu_s) / (workers * extra) * 1e6
+                line += (f" more_rounds={extra} more_wall_s={wall1:.2f} marginal_us={marginal:.1f}"
+                         f" marginal_cpu_us={marginal_cpu:.1f}")
             if args.repeat > 1:
                 line += f" repeats={args.repeat}"
-            costs[workers] = (per, marginal)
+            costs[workers] = (per, marginal, marginal_cpu)
             print(line, flush=True)
         if args.marginal and len(costs) > 1:
             low, high = min(costs), max(costs)
             print(f"scale_ratio collective={collective} workers={high}/{low} "
                   f"marginal_ratio={costs[high][1] / costs[low][1]:.2f} "
-                  f"printed_ratio={costs[high][0] / costs[low][0]:.2f}", flush=True)
+                  f"printed_ratio={costs[high][0] / costs[low][0]:.2f} "
+                  f"marginal_cpu_ratio={costs[high][2] / costs[low][2]:.2f}", flush=True)
 
 
 if __name__ == "__main__":
