@@ -58,7 +58,10 @@ MetaStateUnread::MetaStateUnread() { meta_state_unread = true; }
 MetaStateUnread::~MetaStateUnread() { meta_state_unread = false; }
 
 bool step_changes_nothing(const torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params) {
-  return on_meta(params) && (meta_state_unread || !opt.state().empty());
+  // Without reading the parameters or the optimizer: a swarm's workers are cold in the cache, and
+  // these reads were 6 last-level misses of a relay member's round at 4096 workers.
+  if (meta_state_unread) return true;
+  return on_meta(params) && !opt.state().empty();
 }
 
 void optimizer_step(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params,

@@ -26,9 +26,10 @@ double scheduled_lr(const OptimizerConfig& cfg, int64_t step, int64_t total_step
 // optimizer_step and outer_step then return at once; a caller may skip its own work.
 bool step_changes_nothing(const torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params);
 
-// While one lives, nothing reads the state of optimizers on the meta device: a timing-only simulation
-// of a world that never changes, where no worker joins. Their first steps are skipped too (through
-// LibTorch's dispatcher, they were a quarter of a 10 000-worker run of two rounds). Not nested.
+// While one lives, the simulation is timing only on a world that never changes, where no worker joins:
+// every optimizer steps parameters on the meta device, and nothing reads their state. So no step runs,
+// not even the first (through LibTorch's dispatcher, the first steps were a quarter of a 10 000-worker
+// run of two rounds). Not nested.
 class MetaStateUnread {
  public:
   MetaStateUnread();
