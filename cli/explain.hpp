@@ -30,6 +30,12 @@ struct PolicyExplanation {
 // temporary folder it removes. Throws std::runtime_error if that simulation fails.
 PolicyExplanation explain_policy(const Scenario& scenario, const PolicySpec& policy);
 
+// A run's time on this machine from two probes of its schedule, `short_steps` in `short_s` and `steps`
+// in `probe_s` (more steps): a start-up (the platform, the workers, the files) plus a cost per step,
+// the start-up counted once however many steps the run has. Where noise leaves the longer probe no
+// slower than the shorter, the longer probe scaled whole (start-up included: an over-estimate).
+double extrapolated_seconds(int64_t short_steps, double short_s, int64_t steps, double probe_s, int64_t total_steps);
+
 // The explanation as `check --explain` prints it: a block per policy. `cores`: this machine's, for the
 // time of the whole run with one policy per core.
 std::string format_explanations(const Scenario& scenario, const std::vector<PolicyExplanation>& policies, int cores);
