@@ -158,16 +158,14 @@ PolicyExplanation explain_policy(const Scenario& scenario, const PolicySpec& pol
   // The schedule as the probes took it, for all the steps, and the real LibTorch work priced from FLOPs.
   // Extrapolated, a second probe of half the rounds (one at least) tells the start-up from the steps:
   // scaled with them, a swarm's start-up made its 100 rounds look 2.5x as long as they took.
-  double machine_s = probe_s;
+  double machine_s = probe_s * scale;
   const int64_t h = e.sync_every_steps;
-  if (probe.train.steps < scenario.train.steps && probe.train.steps >= 2 * h) {
+  if (scale > 1 && probe.train.steps >= 2 * h) {
     Scenario shorter = probe;
     shorter.train.steps = std::max(h, probe.train.steps / h / 2 * h);
     TemporaryFolder short_dir;
     const double short_s = simulate_in_child(shorter, policy, short_dir.path.string());
     machine_s = extrapolated_seconds(shorter.train.steps, short_s, probe.train.steps, probe_s, scenario.train.steps);
-  } else {
-    machine_s = probe_s * scale;
   }
   e.machine_s = machine_s + estimate_policy_run(scenario, policy).torch_seconds;
   return e;
