@@ -113,7 +113,7 @@ def main():
     if args.repeat < 1:
         sys.exit(f"scale: --repeat must be at least 1, got {args.repeat}")
     for collective in args.collectives.split(","):
-        costs = {}  # workers -> (per_worker_round_us, marginal_us)
+        costs = {}  # workers -> (per_worker_round_us, marginal_us, marginal_cpu_us)
         for workers in [int(w) for w in args.workers.split(",")]:
             extra = -(-args.marginal // workers) if args.marginal else 0
             (wall, cpu_s, peak_kib, simulated_s), more = point(args.repeat, extra, args.locosim, workers, args.rounds,
