@@ -18,16 +18,16 @@ int token = 0;
 int* sink = nullptr;
 
 // The mailbox of the messages from `from` to `to` in one phase of one collective, remembered in
-// `known` if given (`self`, one of them, is the rank the flows are for). Messages on one mailbox match
-// in order, so a sequence of rounds between the same pair needs no round number.
-sg4::Mailbox* box(KnownMailboxes* known, const std::string& tag, int from, int to, int self) {
+// `known` if given, for the rank the flows are for: `from` if it `sends`, else `to`. Messages on one
+// mailbox match in order, so a sequence of rounds between the same pair needs no round number.
+sg4::Mailbox* box(KnownMailboxes* known, const std::string& tag, int from, int to, bool sends) {
   auto by_name = [&] { return sg4::Mailbox::by_name(tag + "/" + std::to_string(from) + "-to-" + std::to_string(to)); };
   if (!known) return by_name();
-  const int peer = self == from ? to : from;
-  if (sg4::Mailbox* kept = known->at(tag, self, peer, self == from)) return kept;
+  const int self = sends ? from : to, peer = sends ? to : from;
+  if (sg4::Mailbox* kept = known->at(tag, self, peer, sends)) return kept;
   // by_name is a simcall: the actors sharing `known` (a relay's lanes) may look up others meanwhile.
   sg4::Mailbox* found = by_name();
-  known->at(tag, self, peer, self == from) = found;
+  known->at(tag, self, peer, sends) = found;
   return found;
 }
 
@@ -83,11 +83,11 @@ Flows::Flows(int worker, Recorder& recorder, KnownMailboxes* known)
 }
 
 void Flows::send(const std::string& tag, int to, uint64_t bytes) {
-  add(box(known_, tag, worker_, to, worker_)->put_init(&token, bytes), EventKind::send, to, bytes);
+  add(box(known_, tag, worker_, to, true)->put_init(&token, bytes), EventKind::send, to, bytes);
 }
 
 void Flows::recv(const std::string& tag, int from, uint64_t bytes) {
-  add(box(known_, tag, from, worker_, worker_)->get_init()->set_dst_data(reinterpret_cast<void**>(&sink), sizeof sink),
+  add(box(known_, tag, from, worker_, false)->get_init()->set_dst_data(reinterpret_cast<void**>(&sink), sizeof sink),
       EventKind::recv, from, bytes);
 }
 
