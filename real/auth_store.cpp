@@ -3,6 +3,11 @@
 
 namespace locosim {
 
+c10::intrusive_ptr<c10d::Store> AuthStore::clone() {
+  const Login& l = login_;
+  return c10::make_intrusive<AuthStore>(l.host, l.port, l.secret, l.rank, l.world_size, timeout_, l.limits);
+}
+
 void AuthStore::set(const std::string& key, const std::vector<uint8_t>& value) {
   call({StoreOp::set, {key}, value, {}, 0});
 }

@@ -14,7 +14,14 @@ class AuthStore : public c10d::Store {
  public:
   AuthStore(const std::string& host, uint16_t port, const JobSecret& secret, int rank, int world_size,
             std::chrono::milliseconds timeout, const StoreLimits& limits)
-      : c10d::Store(timeout), client_(host, port, secret, rank, world_size, timeout, limits) {}
+      : c10d::Store(timeout),
+        client_(host, port, secret, rank, world_size, timeout, limits),
+        login_{host, port, secret, rank, world_size, limits} {}
+
+  // Another connection to the same store with the same credentials: newer LibTorch's Store asks its
+  // subclasses for such a thread-safe copy (a pure virtual there). Declared without `override` so
+  // that it builds where the base has no clone (LibTorch 1.13).
+  c10::intrusive_ptr<c10d::Store> clone();
 
   void set(const std::string& key, const std::vector<uint8_t>& value) override;
   std::vector<uint8_t> compareSet(const std::string& key, const std::vector<uint8_t>& expected,
@@ -32,7 +39,15 @@ class AuthStore : public c10d::Store {
     return client_.call(r, server_wait, timeout_);
   }
 
+  struct Login {
+    std::string host;
+    uint16_t port;
+    JobSecret secret;
+    int rank, world_size;
+    StoreLimits limits;
+  };
   StoreClient client_;
+  Login login_;
 };
 
 }  // namespace locosim

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "algorithms/policies.hpp"
+#include "real/auth_store.hpp"
+#include "real/store_server.hpp"
 #include "report/summary.hpp"
 #include "tests/cli_util.hpp"
 #include "tests/doctest_torch.hpp"
@@ -297,4 +299,22 @@ TEST_CASE("real: DeMo's all-gathers through the relay give the simulator's losse
   CHECK(r.err.find("--relay relay-host: expected host:port") != std::string::npos);
   CHECK_FALSE(fs::exists(dir + "/again"));
   fs::remove_all(dir);
+}
+
+TEST_CASE("real: a store's clone is a second authenticated connection to the same keys") {
+  const JobSecret secret = JobSecret::generate();
+  StoreServerOptions options;
+  options.world_size = 2;
+  StoreServer server(options, secret);
+  AuthStore store("127.0.0.1", server.port(), secret, 1, 2, std::chrono::milliseconds(2000), options.limits);
+  store.set("before", std::vector<uint8_t>{7});
+  c10::intrusive_ptr<c10d::Store> copy = store.clone();
+  REQUIRE(copy.get() != &store);
+  CHECK(copy->get("before") == std::vector<uint8_t>{7});
+  copy->set("after", std::vector<uint8_t>{8, 9});
+  CHECK(store.get("after") == std::vector<uint8_t>{8, 9});
+  CHECK(copy->add("count", 2) == 2);
+  CHECK(store.add("count", 3) == 5);
+  CHECK(copy->getTimeout() == std::chrono::milliseconds(2000));
+  CHECK(server.peers_dropped() == 0);
 }
