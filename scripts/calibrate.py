@@ -16,7 +16,10 @@ emulated here (no netem): the factors are fitted at veth latencies, and latency_
 
 compute: runs the scenario's model for real on one worker (no root needed), on its runtime.device
 or --device (a GPU: a locosim built against a LibTorch with CUDA), measures its mean step, and prints
-the accelerator entry (peak x efficiency) that makes the simulator's step take as long.
+the accelerator entry (peak x efficiency) that makes the simulator's step take as long. In a build of
+the real backend alone (-DLOCOSIM_SIMULATOR=OFF, as on a GPU node without SimGrid) it prints the
+measured step and the command that prices it where the simulator is: the same command with
+--step-seconds, which runs no model.
 
 Exit codes: 0 done, 2 bad input, 3 cannot run here (not root, no ip/tc), 1 a run failed.
 """
@@ -179,15 +182,21 @@ def network(args):
     return 0
 
 
-def compute(args):
-    build = os.path.abspath(args.build)
+def probe_scenario(args):
+    """The scenario's model and data as one DDP worker on a probe host: what the step is measured on."""
     scenario_path = os.path.abspath(args.scenario)
     with open(scenario_path) as f:
         scenario = yaml.safe_load(f)
     one = dict(scenario, name="calibrate-compute", policies=["ddp"])
     one.pop("sweep", None)
     one.pop("world", None)
-    one["train"] = dict(scenario.get("train") or {}, steps=args.steps, eval_every=args.steps, eval_batches=1)
+    one.pop("timing", None)  # price the model that is measured, not the larger one a timing section names
+    train = dict(scenario.get("train") or {}, steps=args.steps, eval_every=args.steps, eval_batches=1)
+    optimizer = dict(train.get("optimizer") or {})
+    if optimizer.get("warmup_steps", 0) >= args.steps:  # refused past the probe's steps; no change to a step's time
+        optimizer["warmup_steps"] = args.steps - 1
+        train["optimizer"] = optimizer
+    one["train"] = train
     one["platform"] = {"accelerators": {"probe": {"peak": "1 TFLOPS", "efficiency": 1.0}},
                        "hosts": [{"name": "probe", "accelerator": "probe",
                                   "uplink": {"bandwidth": "1 Gbps", "latency": "1 ms"},
@@ -199,30 +208,62 @@ def compute(args):
     runtime = dict(one.get("runtime") or {})
     if args.device:
         runtime["device"] = args.device
-    device = runtime.get("device", "cpu")
+    one["runtime"] = runtime
+    return one
+
+
+def measure_step_s(one, build, work):
+    """The probe's mean step on its runtime.device, run for real (locosim-real, one rank), and the run's
+    exit code (its reason is on stderr when not 0: 2, e.g., for a device this machine lacks)."""
+    path = os.path.join(work, "one.yaml")
+    with open(path, "w") as f:
+        yaml.safe_dump(one, f)
+    real = subprocess.run([os.path.join(build, "locosim-real"), path, "--spawn", "1", "-o",
+                           os.path.join(work, "real")], stdout=subprocess.DEVNULL)
+    if real.returncode != 0:
+        return None, real.returncode
+    return wan.mean_step_s(os.path.join(work, "real", "calibrate-compute", "ddp", "events.csv"), 0), 0
+
+
+def priced_step_s(one, build, work):
+    """The probe's step in the simulator at 1 TFLOPS (priced on the CPU: no step is timed)."""
+    path = os.path.join(work, "sim.yaml")
+    with open(path, "w") as f:
+        yaml.safe_dump(dict(one, runtime=dict(one["runtime"], device="cpu")), f)
+    subprocess.run([os.path.join(build, "locosim"), "run", path, "-o", os.path.join(work, "sim")],
+                   check=True, stdout=subprocess.DEVNULL)
+    return wan.mean_step_s(os.path.join(work, "sim", "calibrate-compute", "ddp", "events.csv"), 0)
+
+
+def compute(args):
+    build = os.path.abspath(args.build)
+    one = probe_scenario(args)
+    device = one["runtime"].get("device", "cpu")
     work = tempfile.mkdtemp(prefix="locosim-calibrate-")
     try:
-        # The real run measures the step on the device; the simulated one only prices it (on the CPU).
-        path, sim_path = os.path.join(work, "one.yaml"), os.path.join(work, "sim.yaml")
-        with open(path, "w") as f:
-            yaml.safe_dump(dict(one, runtime=runtime), f)
-        with open(sim_path, "w") as f:
-            yaml.safe_dump(dict(one, runtime=dict(runtime, device="cpu")), f)
-        real = subprocess.run([os.path.join(build, "locosim-real"), path, "--spawn", "1", "-o",
-                               os.path.join(work, "real")], stdout=subprocess.DEVNULL)
-        if real.returncode != 0:  # its reason is on stderr (exit 2: e.g. a device this machine lacks)
-            print("calibrate: the step could not be measured on %s (above; the file named is the probe "
-                  "scenario made from %s)" % (device, args.scenario), file=sys.stderr)
-            return real.returncode
-        subprocess.run([os.path.join(build, "locosim"), "run", sim_path, "-o", os.path.join(work, "sim")],
-                       check=True, stdout=subprocess.DEVNULL)
-        real_s = wan.mean_step_s(os.path.join(work, "real", "calibrate-compute", "ddp", "events.csv"), 0)
-        unit_s = wan.mean_step_s(os.path.join(work, "sim", "calibrate-compute", "ddp", "events.csv"), 0)
+        if args.step_seconds is not None:
+            real_s, where = args.step_seconds, "measured elsewhere: --step-seconds"
+        else:
+            real_s, rc = measure_step_s(one, build, work)
+            if rc != 0:
+                print("calibrate: the step could not be measured on %s (above; the file named is the probe "
+                      "scenario made from %s)" % (device, args.scenario), file=sys.stderr)
+                return rc
+            where = "%d steps on %s" % (args.steps, device)
+            print("# measured: %.6g s a step (%s, %s)" % (real_s, where, pyplatform.node()))
+        if not os.path.exists(os.path.join(build, "locosim")):
+            # A real-backend-only build (-DLOCOSIM_SIMULATOR=OFF, e.g. on a GPU node): price it where
+            # the simulator is built.
+            print("# no simulator in %s: on a machine with one, run\n"
+                  "scripts/calibrate.py compute %s --steps %d --name %s --step-seconds %.6g"
+                  % (build, args.scenario, args.steps, args.name, real_s))
+            return 0
+        unit_s = priced_step_s(one, build, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     peak = unit_s * 1e12 / real_s
-    print("# %s's measured speed for %s (%d steps on %s), from scripts/calibrate.py compute:" %
-          (pyplatform.node(), os.path.basename(scenario_path), args.steps, device))
+    print("# %s's measured speed for %s (%s), from scripts/calibrate.py compute:" %
+          (pyplatform.node(), os.path.basename(args.scenario), where))
     print("accelerators:\n  %s: {peak: %.4g TFLOPS, efficiency: 1.0}" % (args.name, peak / 1e12))
     return 0
 
@@ -242,7 +283,15 @@ def main():
     c.add_argument("--device", help="cpu, cuda or cuda:N: where the step is measured (default: the scenario's "
                    "runtime.device)")
     c.add_argument("--build", default="build")
+    c.add_argument("--step-seconds", type=float,
+                   help="a mean step measured elsewhere (what a run of this command printed on the machine): "
+                   "price it without running the model")
     args = ap.parse_args()
+    if args.what == "compute" and args.steps < 2:
+        ap.error("--steps: must be at least 2 (the mean step is taken between the first and the last), got %d"
+                 % args.steps)
+    if args.what == "compute" and args.step_seconds is not None and not args.step_seconds > 0:
+        ap.error("--step-seconds: must be a positive number of seconds, got %s" % args.step_seconds)
     return network(args) if args.what == "network" else compute(args)
 
 
