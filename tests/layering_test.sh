@@ -2,7 +2,9 @@
 # Layering: config/ (strict YAML, units, platform and world schemas) includes nothing of the project
 # outside config/, and its library links yaml-cpp only; algorithms/ and models/ include no SimGrid or
 # c10d header; cli/ (planning, the process pool, the command line) includes no SimGrid header: only
-# sim/ touches SimGrid. Prints each offending include; exit 1 if there is one.
+# sim/ touches SimGrid. What the real backend alone builds from (-DLOCOSIM_SIMULATOR=OFF: config/,
+# models/, algorithms/, scenario/, report/, real/, test files aside) includes nothing of SimGrid, sim/
+# or cli/. Prints each offending include; exit 1 if there is one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bad=0
@@ -18,6 +20,12 @@ while IFS= read -r line; do
   echo "layering: cli/ must not include SimGrid (only sim/ does): $line"
   bad=1
 done < <(grep -HnE '#include [<"]simgrid/' cli/*.cpp cli/*.hpp || true)
+while IFS= read -r line; do
+  echo "layering: the real backend's sources build without the simulator (-DLOCOSIM_SIMULATOR=OFF): $line"
+  bad=1
+done < <(for d in config models algorithms scenario report real; do
+           grep -HnE '#include [<"](simgrid/|sim/|cli/)' "$d"/*.cpp "$d"/*.hpp | grep -v '_test\.cpp:' || true
+         done)
 if ! grep -q 'target_link_libraries(locosim_config PUBLIC yaml-cpp)' config/CMakeLists.txt; then
   echo "layering: locosim_config must link yaml-cpp only (config/CMakeLists.txt)"
   bad=1
