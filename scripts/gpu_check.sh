@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU path end to end, on a machine with a CUDA GPU and python3's torch (whose LibTorch it builds
 # against): builds the real backend alone (-DLOCOSIM_SIMULATOR=OFF: no SimGrid needed), runs every
-# policy of scenarios/tests/gpu-small.yaml on the GPU twice (2 ranks on GPU 0) and once on the CPU,
-# and measures the GPU's step on each model preset (scripts/calibrate.py compute; the pricing is
+# policy of scenarios/tests/gpu-small.yaml on the GPU twice (2 ranks on GPU 0) and four of them once
+# on the CPU, and measures the GPU's step on each model preset (scripts/calibrate.py compute; the pricing is
 # done where the simulator is built, with the --step-seconds commands it prints). docs/validation.md
 # records a run.
 #
