@@ -55,6 +55,26 @@ TEST_CASE("csv out: a field longer than any number goes through whole") {
   CHECK(out.str() == "a," + host + ",7\n" + host + "\n");
 }
 
+TEST_CASE("csv out: text of every length up to past the longest number comes out whole, beside its neighbours") {
+  std::ostringstream out;
+  std::string expected;
+  {
+    CsvOut csv(out);
+    std::string alphabet;
+    for (int i = 0; i < 600; ++i) alphabet += static_cast<char>('a' + (i * 7) % 26);
+    for (int repeat = 0; repeat < 40; ++repeat) {  // past one buffer, so fields straddle its refills
+      for (size_t n = 0; n <= 520; ++n) {
+        const std::string field = alphabet.substr(repeat % 50, n);
+        csv.integer(static_cast<int64_t>(n)).text(field).text("x").end_row();
+        expected += std::to_string(n) + "," + field + ",x\n";
+      }
+    }
+    csv.flush();
+  }
+  CHECK(out.str().size() > (1u << 17));
+  CHECK(out.str() == expected);
+}
+
 // The short paths (csv_out.hpp) against printf, one number per row, on numbers where they are most
 // likely to go wrong: near every power of ten of the fixed range and its ends, on and near rounding
 // ties at the 9th significant and the 6th decimal digit, whole numbers, and random magnitudes.
