@@ -74,22 +74,22 @@ class CsvOut {
   static void copy_text(char* at, std::string_view s) {
     const size_t n = s.size();
     const char* from = s.data();
-    if (n >= 8 && n <= 16) {
+    if (n > 16) {
+      s.copy(at, n);
+    } else if (n >= 8) {
       uint64_t head, tail;
       std::memcpy(&head, from, 8);
       std::memcpy(&tail, from + n - 8, 8);
       std::memcpy(at, &head, 8);
       std::memcpy(at + n - 8, &tail, 8);
-    } else if (n >= 4 && n < 8) {
+    } else if (n >= 4) {
       uint32_t head, tail;
       std::memcpy(&head, from, 4);
       std::memcpy(&tail, from + n - 4, 4);
       std::memcpy(at, &head, 4);
       std::memcpy(at + n - 4, &tail, 4);
-    } else if (n < 4) {
-      for (size_t i = 0; i < n; ++i) at[i] = from[i];
     } else {
-      s.copy(at, n);
+      for (size_t i = 0; i < n; ++i) at[i] = from[i];
     }
   }
   // %.9g and %.6f of the numbers they can round for sure; null for the others. They return the
