@@ -73,24 +73,24 @@ class CsvOut {
   // be at most kNumber is a block move whose start-up took a third of links.csv's writing.
   static void copy_text(char* at, std::string_view s) {
     const size_t n = s.size();
-    const char* from = s.data();
     if (n > 16) {
       s.copy(at, n);
     } else if (n >= 8) {
-      uint64_t head, tail;
-      std::memcpy(&head, from, 8);
-      std::memcpy(&tail, from + n - 8, 8);
-      std::memcpy(at, &head, 8);
-      std::memcpy(at + n - 8, &tail, 8);
+      copy_ends<uint64_t>(at, s.data(), n);
     } else if (n >= 4) {
-      uint32_t head, tail;
-      std::memcpy(&head, from, 4);
-      std::memcpy(&tail, from + n - 4, 4);
-      std::memcpy(at, &head, 4);
-      std::memcpy(at + n - 4, &tail, 4);
+      copy_ends<uint32_t>(at, s.data(), n);
     } else {
-      for (size_t i = 0; i < n; ++i) at[i] = from[i];
+      for (size_t i = 0; i < n; ++i) at[i] = s[i];
     }
+  }
+  // n bytes, sizeof(Word) <= n <= 2 sizeof(Word), as the first and the last word (they may overlap).
+  template <class Word>
+  static void copy_ends(char* at, const char* from, size_t n) {
+    Word head, tail;
+    std::memcpy(&head, from, sizeof head);
+    std::memcpy(&tail, from + n - sizeof tail, sizeof tail);
+    std::memcpy(at, &head, sizeof head);
+    std::memcpy(at + n - sizeof tail, &tail, sizeof tail);
   }
   // %.9g and %.6f of the numbers they can round for sure; null for the others. They return the
   // end of what they wrote at `at`.
