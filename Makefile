@@ -33,14 +33,12 @@ demo: demo-deps
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# Figures, not tests (bench/README.md): the swarm scale of timing-only runs, a full run's overhead
-# over its LibTorch work and the step pool's speed-up, and locosim against a plain PyTorch DiLoCo loop
-# (PEER, skipped with a line saying so where there is none). Each prints one line per measurement.
+# Figures, not tests (bench/README.md): the swarm scale of timing-only runs, swarm-10k at 100 rounds,
+# a full run's overhead over its LibTorch work and the step pool's speed-up, and locosim against a
+# plain PyTorch DiLoCo loop (PEER, skipped with a line saying so where there is none). One line per
+# measurement, kept in $(BUILD)/bench.txt for bench/record.py.
 bench: build bench-deps
-	python3 bench/scale.py --locosim $(BUILD)/locosim --marginal 204800 --repeat 3
-	python3 bench/overhead.py --locosim $(BUILD)/locosim
-	@if [ -f "$(PEER)" ]; then python3 bench/peer.py --locosim $(BUILD)/locosim --peer "$(PEER)"; \
-	else echo "peer skipped: no Python DiLoCo loop at $(PEER) (make bench PEER=path/to/diloco_peer.py)"; fi
+	bench/run.sh $(BUILD) "$(PEER)"
 
 # The loader fuzzer (fuzz/README.md): FUZZ_SECONDS of fuzzing, or FUZZ_RUNS inputs when that is set.
 fuzz: deps

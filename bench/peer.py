@@ -10,7 +10,9 @@ so the ratio is the least favourable to locosim. One line:
 
     peer workers=4 steps=100 threads=2 locosim_steps_per_s=... python_steps_per_s=... ratio=...
 
-Usage: python3 bench/peer.py [--locosim build/locosim] [--peer PATH] [--threads 2]
+With `--repeat N`, N such measurements in a row, a line each (`make bench` makes three).
+
+Usage: python3 bench/peer.py [--locosim build/locosim] [--peer PATH] [--threads 2] [--repeat 1]
 """
 import argparse
 import json
@@ -63,7 +65,10 @@ def main():
     for name, default in [("workers", 4), ("steps", 100), ("H", 25), ("d", 128), ("layers", 2), ("heads", 4),
                           ("seq", 64), ("batch", 16), ("threads", 2)]:
         parser.add_argument(f"--{name}", type=int, default=default)
+    parser.add_argument("--repeat", type=int, default=1, help="measurements in a row, one line each")
     a = parser.parse_args()
+    if a.repeat < 1:
+        sys.exit(f"peer: --repeat must be at least 1, got {a.repeat}")
     if not pathlib.Path(a.peer).exists():
         sys.exit(f"peer: {a.peer} does not exist (--peer names the Python DiLoCo loop)")
     if subprocess.run([a.python, "-c", "import torch"], capture_output=True).returncode != 0:
@@ -71,6 +76,12 @@ def main():
     if not corpus_path().exists():
         sys.exit(f"peer: no corpus at {corpus_path()}: run scripts/fetch-corpus.sh (make demo does)")
 
+    for _ in range(a.repeat):
+        measure(a)
+
+
+def measure(a):
+    """Both programs once each; prints one line."""
     # The same thread budget two ways: LibTorch's intra-op threads, or the workers' steps side by side.
     ours = {}
     for how, intra, step_threads in (("intra_op", a.threads, 1), ("step_pool", 1, a.threads)):
