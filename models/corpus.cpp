@@ -50,37 +50,47 @@ Corpus Corpus::from_file(const std::string& path, double eval_fraction, double v
 
 Shard::Shard(const Corpus& corpus, int rank, int world_size, ShardMode mode, int seq_len,
              uint64_t seed)
-    : mode_(mode), seq_len_(seq_len) {
+    : train_N_(corpus.train()), mode_(mode), seq_len_(seq_len), rank_(rank), world_size_(world_size), seed_(seed) {
   if (world_size <= 0 || rank < 0 || rank >= world_size) {
     throw std::invalid_argument("Shard: rank " + std::to_string(rank) +
                                 " is not in [0, world_size = " + std::to_string(world_size) + ")");
   }
   if (seq_len <= 0) throw std::invalid_argument("Shard: seq_len must be > 0, got " + std::to_string(seq_len));
-  const auto& train_N = corpus.train();
-  const int64_t n = train_N.size(0), window = seq_len_ + 1, K = world_size;
+  const int64_t n = train_N_.size(0), window = seq_len_ + 1, K = world_size;
   if (mode == ShardMode::iid) {
     const int64_t n_blocks = n / window;  // the ragged tail (< one block) is dropped
-    auto blocks_NW = train_N.narrow(0, 0, n_blocks * window).view({n_blocks, window});
-    slice_N_ = blocks_NW.slice(0, rank, n_blocks, K).reshape({-1});
+    num_tokens_ = (rank < n_blocks ? (n_blocks - rank + K - 1) / K : 0) * window;  // blocks rank, rank + K, ...
   } else {
-    const int64_t begin = n * rank / K, end = n * (rank + 1) / K;
-    slice_N_ = train_N.narrow(0, begin, end - begin);
+    num_tokens_ = n * (rank + 1) / K - n * rank / K;
   }
-  if (slice_N_.size(0) < window) {
+  if (num_tokens_ < window) {
     throw std::invalid_argument(
         "Shard: worker " + std::to_string(rank) + " of " + std::to_string(world_size) + " gets " +
-        std::to_string(slice_N_.size(0)) + " of the " + std::to_string(n) + " train tokens (" +
+        std::to_string(num_tokens_) + " of the " + std::to_string(n) + " train tokens (" +
         (mode == ShardMode::iid ? "iid" : "non_iid") + "), fewer than seq_len+1 = " +
         std::to_string(window) + shape_hint());
   }
+}
+
+void Shard::cut() {
+  const int64_t n = train_N_.size(0), window = seq_len_ + 1, K = world_size_;
+  if (mode_ == ShardMode::iid) {
+    const int64_t n_blocks = n / window;
+    auto blocks_NW = train_N_.narrow(0, 0, n_blocks * window).view({n_blocks, window});
+    slice_N_ = blocks_NW.slice(0, rank_, n_blocks, K).reshape({-1});
+  } else {
+    const int64_t begin = n * rank_ / K;
+    slice_N_ = train_N_.narrow(0, begin, num_tokens_);
+  }
+  train_N_ = torch::Tensor();
   // seed_seq and mt19937_64 are fully specified by the standard, so batches match across platforms.
-  std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32),
-                    static_cast<uint32_t>(rank)};
-  rng_.seed(seq);
+  std::seed_seq seq{static_cast<uint32_t>(seed_), static_cast<uint32_t>(seed_ >> 32), static_cast<uint32_t>(rank_)};
+  rng_.emplace(seq);
 }
 
 Batch Shard::next(int batch_size) {
   if (batch_size <= 0) throw std::invalid_argument("Shard::next: batch_size must be > 0");
+  if (!rng_) cut();
   const int64_t window = seq_len_ + 1;
   // Plain modulo instead of std::uniform_int_distribution, whose output is implementation-defined;
   // the bias is below n / 2^64.
@@ -89,7 +99,7 @@ Batch Shard::next(int batch_size) {
   auto starts_B = torch::empty({batch_size}, torch::kInt64);
   auto* starts = starts_B.data_ptr<int64_t>();
   for (int b = 0; b < batch_size; ++b) {
-    const auto pick = static_cast<int64_t>(rng_() % n_starts);
+    const auto pick = static_cast<int64_t>((*rng_)() % n_starts);
     starts[b] = mode_ == ShardMode::iid ? pick * window : pick;
   }
   const auto index_BW = starts_B.unsqueeze(1) + torch::arange(window, torch::kInt64).unsqueeze(0);

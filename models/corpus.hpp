@@ -5,6 +5,7 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -47,7 +48,9 @@ class Corpus {
 };
 
 // One worker's slice of the train split; draws batches from its own RNG, so the sequence of batches
-// depends only on the constructor's arguments (bit-identical across runs and platforms).
+// depends only on the constructor's arguments (bit-identical across runs and platforms). The slice
+// and the RNG are made at the first batch: a worker that never draws one (a timing-only run's) costs
+// its size check alone.
 class Shard {
  public:
   // REQUIRES: 0 <= rank < world_size. Throws std::invalid_argument if the slice is shorter than
@@ -57,13 +60,19 @@ class Shard {
   // batch_size windows of seq_len+1 tokens at random start offsets inside this worker's slice
   // (iid: each window is one of the worker's blocks; non_iid: any offset in its range).
   Batch next(int batch_size);
-  int64_t num_tokens() const { return slice_N_.size(0); }
+  int64_t num_tokens() const { return num_tokens_; }
 
  private:
+  void cut();  // the slice and the RNG, before the first batch
+
+  torch::Tensor train_N_;  // the corpus's train split (shared, not copied), until cut()
   torch::Tensor slice_N_;  // this worker's tokens; iid: its blocks back to back
   ShardMode mode_;
   int64_t seq_len_;
-  std::mt19937_64 rng_;
+  int rank_, world_size_;
+  uint64_t seed_;
+  int64_t num_tokens_;
+  std::optional<std::mt19937_64> rng_;
 };
 
 // Batch number `batch_index` of a held-out split (the eval split unless told): the split is cut into

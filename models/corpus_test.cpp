@@ -216,6 +216,28 @@ TEST_CASE("models/Shard: a slice shorter than seq_len+1 is refused with a clear 
   CHECK_THROWS_AS(Shard(corpus, 4, 4, ShardMode::iid, 8, 1), std::invalid_argument);   // bad rank
 }
 
+TEST_CASE("models/Shard: each rank's share is counted before any batch, and is what its batches come from") {
+  const auto corpus = Corpus::from_text(random_text(100, 8), 0.0);  // 11 blocks of 9 tokens, 1 left over
+  const std::vector<int64_t> iid = {27, 27, 27, 18};                // blocks {0,4,8} {1,5,9} {2,6,10} {3,7}
+  const std::vector<int64_t> non_iid = {25, 25, 25, 25};
+  for (int r = 0; r < 4; ++r) {
+    CHECK(Shard(corpus, r, 4, ShardMode::iid, 8, 1).num_tokens() == iid[static_cast<size_t>(r)]);
+    CHECK(Shard(corpus, r, 4, ShardMode::non_iid, 8, 1).num_tokens() == non_iid[static_cast<size_t>(r)]);
+  }
+  CHECK_NOTHROW(Shard(corpus, 10, 11, ShardMode::iid, 8, 1));  // the last block's one rank
+  CHECK_THROWS_WITH_AS(Shard(corpus, 11, 12, ShardMode::iid, 8, 1), doctest::Contains("gets 0 of the 100"),
+                       std::invalid_argument);
+  // Rank 3 draws from blocks 3 and 7 only, made before others draw or long after: the same batches.
+  Shard early(corpus, 3, 4, ShardMode::iid, 8, 5);
+  const Batch first = early.next(6);
+  Shard other(corpus, 2, 4, ShardMode::iid, 8, 5);
+  other.next(6);
+  Shard late(corpus, 3, 4, ShardMode::iid, 8, 5);
+  const Batch again = late.next(6);
+  CHECK(torch::equal(first.x_BT, again.x_BT));
+  for (const int64_t p : window_offsets(corpus, first)) CHECK((p == 27 || p == 63));
+}
+
 TEST_CASE("models/eval_batch: fixed windows of the eval split, shifted targets, refuses a short split") {
   const auto corpus = Corpus::from_text(random_text(2000, 7), 0.25);  // 500 eval tokens
   const int T = 9, W = T + 1;
