@@ -27,7 +27,10 @@ std::unique_ptr<torch::optim::Optimizer> make_outer_optimizer(const std::vector<
 
 Anchor::Anchor(const std::vector<torch::Tensor>& params, const std::optional<OuterConfig>& outer) {
   for (const auto& p : params) {
-    theta_.push_back(outer ? p.detach().clone().requires_grad_(true) : p.detach().clone());
+    // A meta tensor has no values to copy (timing only): a new one of its shape is the copy, made in
+    // one call where detach and clone were two copies of its metadata and a copy of nothing.
+    torch::Tensor copy = p.is_meta() ? torch::empty_like(p) : p.detach().clone();
+    theta_.push_back(outer ? copy.requires_grad_(true) : copy);
   }
   if (outer) outer_ = make_outer_optimizer(theta_, *outer);
 }

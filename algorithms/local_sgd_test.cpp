@@ -49,9 +49,22 @@ TEST_CASE("local sgd: an anchor loaded from another's archive takes the same nex
 }
 
 TEST_CASE("local sgd: on the meta device delta is the same shape tensors every time, and restart writes nothing") {
-  std::vector<torch::Tensor> params = {torch::empty({3, 2}, torch::kMeta)};
+  std::vector<torch::Tensor> params = {torch::empty({3, 2}, torch::kMeta),
+                                       torch::empty({4, 5}, torch::TensorOptions(torch::kMeta).dtype(torch::kBFloat16))
+                                           .t()
+                                           .requires_grad_()};
   Anchor anchor(params, OuterConfig{});
   CHECK_FALSE(anchor.values());
+  for (size_t i = 0; i < params.size(); ++i) {  // θ: a tensor of its own, as a clone's would be
+    const torch::Tensor& theta = anchor.theta()[i];
+    CHECK(theta.is_meta());
+    CHECK((theta.sizes() == params[i].sizes()));
+    CHECK((theta.strides() == params[i].strides()));
+    CHECK((theta.scalar_type() == params[i].scalar_type()));
+    CHECK(theta.requires_grad());
+    CHECK_FALSE(theta.is_same(params[i]));
+    CHECK_FALSE(theta.grad_fn());
+  }
   const auto first = anchor.pseudo_gradient(params), second = anchor.pseudo_gradient(params);
   CHECK(first[0].is_same(second[0]));
   CHECK(first[0].sizes() == params[0].sizes());
