@@ -101,65 +101,56 @@ def verdict(ok, figure, target, floor=False):
     return f"**not met**: {figure / target:.2f}x the {'floor' if floor else 'limit'}"
 
 
+def last(rows, kind, **match):
+    """The log's last line of `kind` whose fields match, as (fields, line); None if there is none."""
+    found = [(f, line) for k, f, line in rows if k == kind and all(f.get(key) == str(v) for key, v in match.items())]
+    return found[-1] if found else None
+
+
 def targets(rows, name):
     """The table's rows: (target, measured, verdict)."""
-    table = []
-    scale = [(f, line) for kind, f, line in rows if kind == "scale"]
-    for collective in ("ring", "relay"):
-        runs = [(f, line) for f, line in scale if f.get("collective") == collective and
-                f.get("workers") == str(SCALE_WORKERS) and f.get("rounds") == str(SCALE_ROUNDS)]
-        what = f"{SCALE_WORKERS} workers x {SCALE_ROUNDS} rounds, {collective}"
-        if not runs:
-            table.append((f"{what}: ≤ {MAX_WALL_S:g} s and ≤ {MAX_PEAK_MIB:g} MiB", "not in the log", "not measured"))
-            continue
-        f, line = runs[-1]
-        wall, peak = number(f, "wall_s", name, line), number(f, "peak_mib", name, line)
-        table.append((f"{what}: ≤ {MAX_WALL_S:g} s", f"{wall:.2f} s", verdict(wall <= MAX_WALL_S, wall, MAX_WALL_S)))
-        table.append((f"{what}: ≤ {MAX_PEAK_MIB:g} MiB", f"{peak:.0f} MiB",
-                      verdict(peak <= MAX_PEAK_MIB, peak, MAX_PEAK_MIB)))
-    for collective in ("ring", "relay"):
-        ratios = [(f, line) for kind, f, line in rows if kind == "scale_ratio" and f.get("collective") == collective]
-        what = f"cost of a worker-round, largest / smallest workers, {collective}: ≤ {MAX_COST_RATIO:g}"
-        if not ratios:
-            table.append((what, "not in the log", "not measured"))
-            continue
-        f, line = ratios[-1]
-        ratio = number(f, "marginal_ratio", name, line)
-        measured = f"{ratio:.2f} (workers {f.get('workers', '?')}; from CPU time {f.get('marginal_cpu_ratio', '?')})"
-        table.append((what, measured, verdict(ratio <= MAX_COST_RATIO, ratio, MAX_COST_RATIO)))
-    swarm = [(f, line) for kind, f, line in rows if kind == "swarm" and f.get("rounds") == str(SWARM_ROUNDS)]
-    what = f"scenarios/swarm-10k.yaml at {SWARM_ROUNDS} rounds: ≤ {MAX_SWARM_S:g} s"
-    if swarm:
-        f, line = swarm[-1]
-        wall = number(f, "wall_s", name, line)
-        table.append((what, f"{wall:.2f} s, {f.get('peak_mib', '?')} MiB", verdict(wall <= MAX_SWARM_S, wall, MAX_SWARM_S)))
-    else:
-        table.append((what, "not in the log", "not measured"))
-    for kind, key, what, limit, floor in (
-            ("overhead", "ratio", f"a full run's wall time over its LibTorch work: ≤ {MAX_OVERHEAD:g}x", MAX_OVERHEAD, False),
-            ("pool", "speedup", f"the step pool, 2 threads against 1: ≥ {MIN_POOL:g}x", MIN_POOL, True)):
-        found = [(f, line) for k, f, line in rows if k == kind]
+    def check(what, found, key, limit, shown, floor=False):
         if not found:
-            table.append((what, "not in the log", "not measured"))
-            continue
-        f, line = found[-1]
-        value = number(f, key, name, line)
-        table.append((what, f"{value:.3g}x", verdict(value >= limit if floor else value <= limit, value, limit, floor)))
-    peers = [(f, line) for kind, f, line in rows if kind == "peer"]
-    what = f"locosim over the Python DiLoCo loop, worker-steps per second: ≥ {MIN_PEER:g}x, {PEER_RUNS} runs in a row"
-    ratios = [number(f, "ratio", name, line) for f, line in peers]
-    if not ratios:
-        table.append((what, "not in the log (no Python loop given)", "not measured"))
-    else:
-        measured = ", ".join(f"{r:.2f}" for r in ratios)
-        low = min(ratios)
-        if low < MIN_PEER:
-            table.append((what, measured, verdict(False, low, MIN_PEER, True)))
-        elif len(ratios) < PEER_RUNS:
-            table.append((what, measured, f"not settled: {len(ratios)} of {PEER_RUNS} runs"))
-        else:
-            table.append((what, measured, "met"))
+            return what, "not in the log", "not measured"
+        fields, line = found
+        x = number(fields, key, name, line)
+        return what, shown(x, fields), verdict(x >= limit if floor else x <= limit, x, limit, floor)
+
+    table = []
+    for collective in ("ring", "relay"):
+        run = last(rows, "scale", collective=collective, workers=SCALE_WORKERS, rounds=SCALE_ROUNDS)
+        what = f"{SCALE_WORKERS} workers x {SCALE_ROUNDS} rounds, {collective}"
+        table.append(check(f"{what}: ≤ {MAX_WALL_S:g} s", run, "wall_s", MAX_WALL_S, lambda x, f: f"{x:.2f} s"))
+        table.append(check(f"{what}: ≤ {MAX_PEAK_MIB:g} MiB", run, "peak_mib", MAX_PEAK_MIB,
+                           lambda x, f: f"{x:.0f} MiB"))
+    for collective in ("ring", "relay"):
+        table.append(check(f"cost of a worker-round, largest / smallest workers, {collective}: ≤ {MAX_COST_RATIO:g}",
+                           last(rows, "scale_ratio", collective=collective), "marginal_ratio", MAX_COST_RATIO,
+                           lambda x, f: f"{x:.2f} (workers {f.get('workers', '?')}; "
+                                        f"from CPU time {f.get('marginal_cpu_ratio', '?')})"))
+    table.append(check(f"scenarios/swarm-10k.yaml at {SWARM_ROUNDS} rounds: ≤ {MAX_SWARM_S:g} s",
+                       last(rows, "swarm", rounds=SWARM_ROUNDS), "wall_s", MAX_SWARM_S,
+                       lambda x, f: f"{x:.2f} s, {f.get('peak_mib', '?')} MiB"))
+    table.append(check(f"a full run's wall time over its LibTorch work: ≤ {MAX_OVERHEAD:g}x", last(rows, "overhead"),
+                       "ratio", MAX_OVERHEAD, lambda x, f: f"{x:.3g}x"))
+    table.append(check(f"the step pool, 2 threads against 1: ≥ {MIN_POOL:g}x", last(rows, "pool"), "speedup",
+                       MIN_POOL, lambda x, f: f"{x:.3g}x", floor=True))
+    table.append(peer_target(rows, name))
     return table
+
+
+def peer_target(rows, name):
+    """Every run of the peer benchmark at or above the floor, PEER_RUNS of them at least."""
+    what = f"locosim over the Python DiLoCo loop, worker-steps per second: ≥ {MIN_PEER:g}x, {PEER_RUNS} runs in a row"
+    ratios = [number(f, "ratio", name, line) for kind, f, line in rows if kind == "peer"]
+    if not ratios:
+        return what, "not in the log (no Python loop given)", "not measured"
+    measured = ", ".join(f"{r:.2f}" for r in ratios)
+    if min(ratios) < MIN_PEER:
+        return what, measured, verdict(False, min(ratios), MIN_PEER, floor=True)
+    if len(ratios) < PEER_RUNS:
+        return what, measured, f"not settled: {len(ratios)} of {PEER_RUNS} runs"
+    return what, measured, "met"
 
 
 def block(machine, rows, table, log_name):

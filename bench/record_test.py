@@ -97,7 +97,8 @@ class Record(unittest.TestCase):
         result = self.write(log(SCALE.splitlines()[0], "peer skipped: no Python DiLoCo loop at x"))
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("peer skipped: no Python DiLoCo loop at x\n", self.readme.read_text())
-        self.assertEqual(self.row("4096 workers x 100 rounds, relay"), ("not in the log", "not measured"))
+        self.assertEqual(self.row("4096 workers x 100 rounds, relay: ≤ 10 s"), ("not in the log", "not measured"))
+        self.assertEqual(self.row("4096 workers x 100 rounds, relay: ≤ 1024 MiB"), ("not in the log", "not measured"))
         self.assertEqual(self.row("scenarios/swarm-10k.yaml"), ("not in the log", "not measured"))
         self.assertEqual(self.row("locosim over the Python DiLoCo loop")[1], "not measured")
 
