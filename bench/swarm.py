@@ -5,11 +5,11 @@ The scenario as shipped runs 2 rounds; this runs it for `--rounds` rounds (its p
 `--inner-steps` = 5 steps, so train.steps is rounds x 5, with one evaluation at the end) and prints
 one line, the fastest of `--repeat` runs (peak_mib is the largest):
 
-    swarm scenario=swarm-10k workers=10000 rounds=100 wall_s=49.42 cpu_s=48.90 peak_mib=1460 simulated_s=5123.4 repeats=1
+    swarm scenario=swarm-10k workers=10000 rounds=100 wall_s=45.41 cpu_s=46.46 peak_mib=1418 simulated_s=48566.7 repeats=1
 
 wall_s is the whole command: start-up, building the workers, the rounds and the run folder.
 
-Usage: python3 bench/swarm.py [--locosim build/locosim] [--rounds 100] [--repeat 1]
+Usage: python3 bench/swarm.py [--locosim build/locosim] [--rounds 100] [--inner-steps 5] [--repeat 1]
 """
 import argparse
 import json
