@@ -61,29 +61,36 @@ policies:
 """
 
 
+def timed_run(locosim, args, what):
+    """`locosim ARGS` under GNU time: (wall s, CPU s, peak KiB). Exits naming `what` if it fails."""
+    start = time.monotonic()
+    # GNU time's %M: the largest resident set of the run's processes (its simulation child
+    # included); %U and %S: their CPU time, which other processes on a shared machine inflate
+    # less than the wall time.
+    result = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", locosim, *args], capture_output=True, text=True)
+    wall = time.monotonic() - start
+    if result.returncode != 0:
+        sys.exit(f"{what}: locosim failed:\n{result.stderr}")
+    peak_kib, user_s, system_s = result.stderr.strip().splitlines()[-1].split()
+    return wall, float(user_s) + float(system_s), int(peak_kib)
+
+
 def run(locosim, workers, rounds, inner_steps, collective):
     """One run: (wall s, CPU s, peak KiB, simulated s)."""
     with tempfile.TemporaryDirectory(prefix="locosim-scale-") as tmp:
         path = pathlib.Path(tmp) / "scale.yaml"
         path.write_text(scenario(workers, rounds, inner_steps, collective))
-        start = time.monotonic()
-        # GNU time's %M: the largest resident set of the run's processes (its simulation child
-        # included); %U and %S: their CPU time, which other processes on a shared machine inflate
-        # less than the wall time.
-        result = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", locosim, "run", str(path), "-o",
-                                 f"{tmp}/runs", "--no-progress", "--force"], capture_output=True, text=True)
-        wall = time.monotonic() - start
-        if result.returncode != 0:
-            sys.exit(f"scale: {workers} workers, {collective}: locosim failed:\n{result.stderr}")
-        peak_kib, user_s, system_s = result.stderr.strip().splitlines()[-1].split()
+        measured = timed_run(locosim, ["run", str(path), "-o", f"{tmp}/runs", "--no-progress", "--force"],
+                             f"scale: {workers} workers, {collective}")
         summary = json.loads(pathlib.Path(f"{tmp}/runs/scale/diloco/summary.json").read_text())
-        return wall, float(user_s) + float(system_s), int(peak_kib), summary["wall_clock_s"]
+        return (*measured, summary["wall_clock_s"])
 
 
 def fastest(runs):
-    """Of repeated run()s: the fastest one's (wall s, CPU s), the largest peak KiB, the simulated s."""
-    wall, cpu_s, _, simulated_s = min(runs)
-    return wall, cpu_s, max(r[2] for r in runs), simulated_s
+    """Of repeated runs (wall s, CPU s, peak KiB, ...): the fastest one's, with the largest peak of all."""
+    best = list(min(runs))
+    best[2] = max(r[2] for r in runs)
+    return tuple(best)
 
 
 def point(repeat, extra, locosim, workers, rounds, inner_steps, collective):

@@ -14,10 +14,11 @@ Usage: python3 bench/swarm.py [--locosim build/locosim] [--rounds 100] [--inner-
 import argparse
 import json
 import pathlib
-import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from scale import fastest, timed_run  # noqa: E402  (the same timing as the scale benchmark)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SCENARIO = ROOT / "scenarios" / "swarm-10k.yaml"
@@ -27,20 +28,13 @@ def run(locosim, rounds, inner_steps):
     """One run: (wall s, CPU s, peak KiB, simulated s, workers)."""
     steps = rounds * inner_steps
     with tempfile.TemporaryDirectory(prefix="locosim-swarm-") as tmp:
-        start = time.monotonic()
-        # GNU time's %M: the largest resident set of the run's processes; %U + %S: their CPU time.
-        result = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", locosim, "run", str(SCENARIO), "-o",
-                                 f"{tmp}/runs", "--no-progress", "--force", "--set", f"train.steps={steps}",
-                                 "--set", f"train.eval_every={steps}"], capture_output=True, text=True)
-        wall = time.monotonic() - start
-        if result.returncode != 0:
-            sys.exit(f"swarm: locosim failed:\n{result.stderr}")
-        peak_kib, user_s, system_s = result.stderr.strip().splitlines()[-1].split()
+        measured = timed_run(locosim, ["run", str(SCENARIO), "-o", f"{tmp}/runs", "--no-progress", "--force",
+                                       "--set", f"train.steps={steps}", "--set", f"train.eval_every={steps}"], "swarm")
         summary = json.loads(pathlib.Path(f"{tmp}/runs/swarm-10k/diloco/summary.json").read_text())
         if summary["syncs_committed"] != rounds:  # --inner-steps is not the scenario's
             sys.exit(f"swarm: {steps} steps made {summary['syncs_committed']} rounds, not {rounds}: "
                      f"--inner-steps must be the scenario's")
-        return wall, float(user_s) + float(system_s), int(peak_kib), summary["wall_clock_s"], summary["workers"]
+        return (*measured, summary["wall_clock_s"], summary["workers"])
 
 
 def main():
@@ -52,9 +46,8 @@ def main():
     args = parser.parse_args()
     if args.rounds < 1 or args.inner_steps < 1 or args.repeat < 1:
         sys.exit("swarm: --rounds, --inner-steps and --repeat must be at least 1")
-    runs = [run(args.locosim, args.rounds, args.inner_steps) for _ in range(args.repeat)]
-    wall, cpu_s, _, simulated_s, workers = min(runs)
-    peak_kib = max(r[2] for r in runs)
+    wall, cpu_s, peak_kib, simulated_s, workers = fastest(
+        [run(args.locosim, args.rounds, args.inner_steps) for _ in range(args.repeat)])
     print(f"swarm scenario=swarm-10k workers={workers} rounds={args.rounds} "
           f"wall_s={wall:.2f} cpu_s={cpu_s:.2f} peak_mib={peak_kib / 1024:.0f} simulated_s={simulated_s:.1f} "
           f"repeats={args.repeat}", flush=True)
