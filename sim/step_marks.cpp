@@ -30,14 +30,13 @@ void execute_here(double flops) {
 }
 
 struct StepMarks::State {
-  // One worker's run of steps: marks up to the last, which is `last`, an exec waiting for its host.
+  // One worker's run of steps: its actor, suspended until the last step's mark is due.
   struct Chain {
-    sg4::Host* host = nullptr;
+    sg4::Actor* actor = nullptr;
     double speed = 0;
     const std::vector<double>* flops = nullptr;  // the caller's, as long as the run lasts
     std::vector<double>* ends = nullptr;
-    size_t step = 0;          // the step running now, as a mark
-    sg4::ExecPtr last;
+    size_t step = 0;  // the step running now, as a mark
   };
 
   double precision = simgrid::config::get_value<double>("surf/precision");
@@ -85,8 +84,8 @@ struct StepMarks::State {
     }
     for (Chain* c : ended) {
       (*c->ends)[c->step] = now;
-      if (++c->step + 1 == c->flops->size()) {
-        c->last->set_flops_amount(c->flops->back())->set_priority(1.0)->set_host(c->host);  // it starts now
+      if (++c->step == c->flops->size()) {
+        c->actor->resume();  // from the maestro: in the list of actors to run, as an activity's end puts it
       } else {
         mark(*c, now);
       }
@@ -103,39 +102,20 @@ StepMarks::StepMarks() : state_(std::make_shared<State>()) {
 StepMarks::~StepMarks() = default;
 
 void StepMarks::run(sg4::Host* host, const std::vector<double>& flops, std::vector<double>& ends) {
-  ends.clear();
-  if (flops.empty()) return;
-  if (flops.size() == 1) {
-    execute_here(flops.front());
-    ends.push_back(sg4::Engine::get_clock());
-    return;
-  }
-  State::Chain c;
-  c.host = host;
-  c.speed = host->get_speed();
   ends.assign(flops.size(), 0);
+  if (flops.empty()) return;
+  State::Chain c;
+  c.actor = sg4::Actor::self();
+  c.speed = host->get_speed();
   c.flops = &flops;
   c.ends = &ends;
-  // No simcall before the wait: the actors run one at a time on the maestro's thread, the marks and
-  // the timer are plain data, and the last exec, without a host, is only vetoed (no simcall either):
-  // wait() does not start it, and the clock's callback gives it its flops and its host when its turn
-  // comes (Exec::set_host starts it). One scheduling round per run of steps, where there were two.
-  c.last = sg4::Exec::init();
-  c.last->vetoable_start();
+  // No simcall before the suspension: the actors run one at a time on the maestro's thread, and the
+  // marks and the timer are plain data. The clock's callback resumes the actor when its last step
+  // ends: one scheduling round per run of steps, and no activity at all.
   state_->mark(c, sg4::Engine::get_clock());
   state_->keep_stop(sg4::Engine::get_clock());
-  c.last->wait();
+  sg4::this_actor::suspend();
   if (!state_->broken.empty()) throw std::logic_error(state_->broken);
-  // The exec ends where SimGrid's arithmetic puts it; the marks did the same arithmetic before it.
-  const double start = ends[ends.size() - 2];
-  const double end = c.last->get_finish_time();
-  const double date = start + flops.back() / c.speed;
-  if (c.last->get_start_time() != start || !(std::fabs(date - end) < state_->precision)) {
-    throw std::logic_error("step marks: the last step ran from " + std::to_string(c.last->get_start_time()) + " to " +
-                           std::to_string(end) + " s, its marks say from " + std::to_string(start) + " to " +
-                           std::to_string(date) + " s");
-  }
-  ends.back() = end;
 }
 
 }  // namespace locosim

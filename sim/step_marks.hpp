@@ -1,14 +1,15 @@
 // Steps as marks on the clock: a timing-only worker's steps between two of its calls on the network,
-// on a host whose speed never changes, cost SimGrid a timer each, not an activity and two context
-// switches, and end at exactly the simulated times their execs would.
+// on a host whose speed never changes, cost SimGrid no activity and no context switch each: the
+// worker is suspended once for the whole run of steps, and resumed when the last one ends, at exactly
+// the simulated time its exec would have ended.
 //
 // SimGrid's CPU model ends an exec of f flops started at t at the date t + f / speed (the host's
 // whole speed: one worker per host, and nothing else computes there), or earlier: at the first stop
 // of the clock within its precision (surf/precision) of that date, when another event falls that
 // close before it. A mark does the same arithmetic and ends by the same rule, checked at every stop
 // (Engine::on_time_advance); a timer at its date keeps that date a stop of the clock, as the exec's end
-// would be for the other activities. The last step of a run is a real exec: the worker is woken by its
-// end as by any step's, and its end checks the marks' arithmetic against SimGrid's.
+// would be for the other activities. The tests (sim/step_marks_test.cpp) run the same steps as execs
+// beside the marks and compare their ends bit for bit.
 #pragma once
 
 #include <memory>
@@ -30,7 +31,8 @@ class StepMarks {
   ~StepMarks();
 
   // In a worker's actor, on `host` (its own; its speed never changes): steps of `flops` one after the
-  // other from now. Returns when the last has ended, with each step's end in `ends` (resized).
+  // other from now. Returns when the last has ended, with each step's end in `ends` (resized). The
+  // actor is suspended meanwhile: it must not be waiting on anything else.
   void run(simgrid::s4u::Host* host, const std::vector<double>& flops, std::vector<double>& ends);
 
  private:

@@ -59,6 +59,41 @@ TEST_CASE("step marks: end where execs end, also where SimGrid's precision ends 
   CHECK(by_marks[3] == by_marks[1] + 1.0 + 1.0);
 }
 
+// `steps` steps of 1 s as marks beside the same as execs, and an exec on a third host that ends 0.4 ns
+// before the last step's date: within surf/precision, so it ends that step then. The actor running the
+// marks is resumed when its last mark is due, with no exec of its own to end it.
+static void last_step_within_precision(size_t steps) {
+  TestSim sim(identical_hosts(3, 100, 100, 1));
+  const double close = 0.4 * simgrid::config::get_value<double>("surf/precision");
+  StepMarks marks;
+  const std::vector<double> flops(steps, kStep);
+  std::vector<double> by_marks, by_execs;
+  double other_end = -1, marks_resumed = -1;
+  sg4::Actor::create("marks", sim.platform.hosts[0], [&] {
+    marks.run(sim.platform.hosts[0], flops, by_marks);
+    marks_resumed = sg4::Engine::get_clock();
+  });
+  sg4::Actor::create("execs", sim.platform.hosts[1], [&] { by_execs = execs_one_by_one(flops); });
+  sg4::Actor::create("other", sim.platform.hosts[2], [&] {
+    execute_here(kSpeed * (static_cast<double>(steps) - close));
+    other_end = sg4::Engine::get_clock();
+  });
+  sim.engine.run();
+  REQUIRE(by_marks.size() == steps);
+  CHECK(by_execs == by_marks);  // bit for bit
+  CHECK(by_marks.back() == other_end);
+  CHECK(other_end < static_cast<double>(steps));
+  CHECK(marks_resumed == by_marks.back());
+}
+
+TEST_CASE("step marks: the last step ends where its exec would, also within SimGrid's precision") {
+  last_step_within_precision(3);
+}
+
+TEST_CASE("step marks: a lone step ends where its exec would, also within SimGrid's precision") {
+  last_step_within_precision(1);
+}
+
 TEST_CASE("step marks: a mark is a stop of the clock, where another activity within precision ends") {
   // An exec due 0.4 ns after the marks' first step ends with it, as it would with an exec's end there.
   TestSim sim(identical_hosts(2, 100, 100, 1));
