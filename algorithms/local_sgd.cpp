@@ -32,6 +32,7 @@ Anchor::Anchor(const std::vector<torch::Tensor>& params, const std::optional<Out
     torch::Tensor copy = p.is_meta() ? torch::empty_like(p) : p.detach().clone();
     theta_.push_back(outer ? copy.requires_grad_(true) : copy);
   }
+  values_ = theta_.empty() || !theta_.front().is_meta();
   if (outer) outer_ = make_outer_optimizer(theta_, *outer);
 }
 

@@ -41,8 +41,10 @@ class Anchor {
 
   std::vector<torch::Tensor>& theta() { return theta_; }
   const std::vector<torch::Tensor>& theta() const { return theta_; }
-  // Whether θ holds values (false on the meta device: a timing-only run).
-  bool values() const { return theta_.empty() || !theta_.front().is_meta(); }
+  // Whether θ holds values (false on the meta device: a timing-only run). Kept from construction (θ's
+  // tensors never move to another device): asked several times a round, where reading it off θ's first
+  // tensor fetched that tensor's record, cold on a swarm's every worker.
+  bool values() const { return values_; }
 
   // θ under `prefix`, and the outer optimizer's state under `outer_prefix` (if it has one).
   void save(torch::serialize::OutputArchive& archive, const std::string& prefix, const std::string& outer_prefix) const;
@@ -50,6 +52,7 @@ class Anchor {
 
  private:
   std::vector<torch::Tensor> theta_;
+  bool values_ = true;
   std::unique_ptr<torch::optim::Optimizer> outer_;
   std::vector<torch::Tensor> shapes_;  // timing only: meta tensors of Δ's shapes, shared by every anchor of θ's shapes
 };

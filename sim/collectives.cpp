@@ -32,16 +32,15 @@ void ring_rounds(const std::vector<int>& ring, size_t position, const std::strin
 }
 
 // A member's side of a gather and broadcast through `hub` (a relay, a site's leader): its upload,
-// then the result. The hub sends the result only once it has every upload, so the download, asked
-// for once this upload is in, starts when the hub sends it, as it would had it been asked for with
-// the upload; and each, a lone transfer, is started in its wait (one scheduling round, not two).
+// then the result. The hub sends the result only once it has every upload, so the download starts
+// when the hub sends it, whenever it was asked for: both are started at once, and the member is woken
+// by the result alone (its upload has ended by then).
 void upload_then_result(int rank, int hub, const std::string& up, const std::string& down, uint64_t bytes,
                         Recorder& recorder) {
   Flows flows(rank, recorder);
   flows.send(up, hub, bytes);
-  flows.wait_in_order();
   flows.recv(down, hub, bytes);
-  flows.wait_in_order();
+  flows.wait_last_first();
 }
 
 // Where the sides of one aggregated collective meet once their flows are done, by collective tag.

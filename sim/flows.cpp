@@ -140,6 +140,20 @@ Flows::Few<double> Flows::wait_in_order() {
   return ends;
 }
 
+void Flows::wait_last_first() {
+  start();
+  if (comms_.empty()) return;
+  comms_.back()->wait();
+  for (size_t i = 0; i + 1 < comms_.size(); ++i) comms_[i]->wait();  // ended: answered at once
+  for (size_t i = 0; i < comms_.size(); ++i) {
+    const Meta& done = meta_[i];
+    recorder_.event({worker_, done.kind, start_s_, comms_[i]->get_finish_time(), static_cast<double>(done.bytes),
+                     done.peer});
+  }
+  comms_.clear();
+  meta_.clear();
+}
+
 void Flows::start() {
   if (unstarted_.empty()) return;
   simgrid::kernel::actor::simcall_answered([this] {

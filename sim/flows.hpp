@@ -96,6 +96,11 @@ class Flows {
   // its wait returns: one that finished before the one ahead of it is recorded as ending with it.
   // Returns the recorded ends, in that order.
   Few<double> wait_in_order();
+  // Starts the transfers added since the last wait and waits for the last one added, then for the
+  // others, which have ended by then where the last can only end after them (a relay member's upload,
+  // its result's); records each in the order added, with its own end. The actor is woken once, where
+  // waiting in order woke it at each transfer's end (each wake a scheduling round on cold state).
+  void wait_last_first();
   bool empty() const { return comms_.empty(); }
   // Starts the transfers added since the last wait, in the order they were added: for transfers that
   // must run while the actor waits on others.
