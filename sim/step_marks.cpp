@@ -5,6 +5,7 @@
 #include <simgrid/simix.hpp>
 #include <xbt/config.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <stdexcept>
@@ -116,6 +117,11 @@ void StepMarks::run(sg4::Host* host, const std::vector<double>& flops, std::vect
   state_->keep_stop(sg4::Engine::get_clock());
   sg4::this_actor::suspend();
   if (!state_->broken.empty()) throw std::logic_error(state_->broken);
+  if (c.step != flops.size()) {  // resumed by someone else: a bug that would end the steps early
+    for (auto& [date, due] : state_->marks) due.erase(std::remove(due.begin(), due.end(), &c), due.end());
+    throw std::logic_error("step marks: a worker was resumed at " + std::to_string(sg4::Engine::get_clock()) +
+                           " s, before its last step ended");
+  }
 }
 
 }  // namespace locosim

@@ -94,6 +94,30 @@ TEST_CASE("step marks: a lone step ends where its exec would, also within SimGri
   last_step_within_precision(1);
 }
 
+TEST_CASE("step marks: a worker resumed before its last step ended fails, and the clock goes on") {
+  TestSim sim(identical_hosts(2, 100, 100, 1));
+  StepMarks marks;
+  std::vector<double> ends;
+  std::string failure;
+  double other_end = -1;
+  sg4::ActorPtr worker = sg4::Actor::create("marks", sim.platform.hosts[0], [&] {
+    try {
+      marks.run(sim.platform.hosts[0], {kStep, kStep}, ends);
+    } catch (const std::logic_error& e) {
+      failure = e.what();
+    }
+  });
+  sg4::Actor::create("other", sim.platform.hosts[1], [&] {
+    sg4::this_actor::sleep_for(0.5);
+    worker->resume();  // a bug elsewhere: nothing but the marks may resume it
+    execute_here(kStep * 2);
+    other_end = sg4::Engine::get_clock();
+  });
+  sim.engine.run();
+  CHECK(failure.find("resumed at 0.5") != std::string::npos);
+  CHECK(other_end == 2.5);
+}
+
 TEST_CASE("step marks: a mark is a stop of the clock, where another activity within precision ends") {
   // An exec due 0.4 ns after the marks' first step ends with it, as it would with an exec's end there.
   TestSim sim(identical_hosts(2, 100, 100, 1));
