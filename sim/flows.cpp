@@ -95,7 +95,7 @@ std::pair<EventKind, int> Flows::wait_any() {
   start();
   const auto i = static_cast<size_t>(sg4::Comm::wait_any(comms_));
   const Meta done = meta_[i];
-  recorder_.event({worker_, done.kind, start_s_, sg4::Engine::get_clock(), static_cast<double>(done.bytes), done.peer});
+  record(done, sg4::Engine::get_clock());
   comms_.erase(comms_.begin() + static_cast<std::ptrdiff_t>(i));
   meta_.erase(meta_.begin() + static_cast<std::ptrdiff_t>(i));
   return {done.kind, done.peer};
@@ -111,8 +111,7 @@ void Flows::wait_each(std::vector<std::pair<double, int>>* finished) {
   });
   for (size_t i : order) {
     const Meta& done = meta_[i];
-    recorder_.event({worker_, done.kind, start_s_, comms_[i]->get_finish_time(), static_cast<double>(done.bytes),
-                     done.peer});
+    record(done, comms_[i]->get_finish_time());
     if (finished) finished->emplace_back(comms_[i]->get_finish_time(), done.peer);
   }
   comms_.clear();
@@ -133,7 +132,7 @@ Flows::Few<double> Flows::wait_in_order() {
     comms_[i]->wait();
     const Meta& done = meta_[i];
     ends.push_back(sg4::Engine::get_clock());
-    recorder_.event({worker_, done.kind, start_s_, ends.back(), static_cast<double>(done.bytes), done.peer});
+    record(done, ends.back());
   }
   comms_.clear();
   meta_.clear();
@@ -145,11 +144,7 @@ void Flows::wait_last_first() {
   if (comms_.empty()) return;
   comms_.back()->wait();
   for (size_t i = 0; i + 1 < comms_.size(); ++i) comms_[i]->wait();  // ended: answered at once
-  for (size_t i = 0; i < comms_.size(); ++i) {
-    const Meta& done = meta_[i];
-    recorder_.event({worker_, done.kind, start_s_, comms_[i]->get_finish_time(), static_cast<double>(done.bytes),
-                     done.peer});
-  }
+  for (size_t i = 0; i < comms_.size(); ++i) record(meta_[i], comms_[i]->get_finish_time());
   comms_.clear();
   meta_.clear();
 }
@@ -160,6 +155,10 @@ void Flows::start() {
     for (const sg4::CommPtr& comm : unstarted_) comm->vetoable_start();
   });
   unstarted_.clear();
+}
+
+void Flows::record(const Meta& done, double end_s) {
+  recorder_.event({worker_, done.kind, start_s_, end_s, static_cast<double>(done.bytes), done.peer});
 }
 
 void Flows::add(sg4::CommPtr comm, EventKind kind, int peer, uint64_t bytes) {

@@ -113,6 +113,8 @@ class Flows {
     uint64_t bytes;
   };
   void add(simgrid::s4u::CommPtr comm, EventKind kind, int peer, uint64_t bytes);
+  // Records transfer `done` as an event from the side's start to `end_s`.
+  void record(const Meta& done, double end_s);
 
   int worker_;
   Recorder& recorder_;
