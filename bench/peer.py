@@ -9,6 +9,13 @@ as a whole process: start-up, data loading, the simulation, evaluation and the r
 so the ratio is the least favourable to locosim. One line:
 
     peer workers=4 steps=100 threads=2 locosim_steps_per_s=... python_steps_per_s=... ratio=...
+         native_steps_per_s=... native_ratio=... locosim_eval_loss=...
+
+`ratio` is locosim as users run it: on the CPU kernels it pins so that every x86-64 machine with AVX2
+gives the same numbers (models/cpu_kernels.hpp). The Python loop runs on the kernels its PyTorch picks
+for this CPU, which on an AVX-512 CPU are faster ones. `native_ratio` is the same measurement with
+locosim on the kernels the libraries pick too (LOCOSIM_NATIVE_KERNELS=1): like against like, from the
+same run of the loop. bench/README.md's target is `ratio`.
 
 With `--repeat N`, N such measurements in a row, a line each (`make bench` makes three).
 
@@ -80,22 +87,33 @@ def main():
         measure(a)
 
 
-def measure(a):
-    """Both programs once each; prints one line."""
-    # The same thread budget two ways: LibTorch's intra-op threads, or the workers' steps side by side.
-    ours = {}
+def locosim_steps_per_s(a, native):
+    """locosim's worker-steps per second, the same thread budget spent two ways (LibTorch's intra-op
+    threads, or the workers' steps side by side), on the pinned kernels or, if `native`, on the ones
+    the libraries pick for this CPU; and the first run's summary."""
+    env = {k: v for k, v in os.environ.items() if k != "LOCOSIM_NATIVE_KERNELS"}
+    if native:
+        env["LOCOSIM_NATIVE_KERNELS"] = "1"
+    rates, summary = {}, None
     for how, intra, step_threads in (("intra_op", a.threads, 1), ("step_pool", 1, a.threads)):
         with tempfile.TemporaryDirectory(prefix="locosim-peer-") as tmp:
             path = pathlib.Path(tmp) / "peer.yaml"
             path.write_text(scenario(a, intra))
             start = time.monotonic()
             result = subprocess.run([a.locosim, "run", str(path), "-o", f"{tmp}/runs", "-j", "1", "--no-progress",
-                                     "--step-threads", str(step_threads)], capture_output=True, text=True)
+                                     "--step-threads", str(step_threads)], capture_output=True, text=True, env=env)
             seconds = time.monotonic() - start
             if result.returncode != 0:
                 sys.exit(f"peer: locosim failed:\n{result.stderr}")
-            summary = json.loads(pathlib.Path(f"{tmp}/runs/peer/diloco/summary.json").read_text())
-            ours[how] = a.workers * a.steps / seconds
+            summary = summary or json.loads(pathlib.Path(f"{tmp}/runs/peer/diloco/summary.json").read_text())
+            rates[how] = a.workers * a.steps / seconds
+    return rates, summary
+
+
+def measure(a):
+    """Both programs, locosim on both kinds of kernels; prints one line."""
+    ours, summary = locosim_steps_per_s(a, native=False)
+    native, _ = locosim_steps_per_s(a, native=True)
 
     args = [a.python, a.peer, "--corpus", str(corpus_path())]
     for name in ("workers", "steps", "H", "d", "layers", "heads", "seq", "batch", "threads"):
@@ -104,10 +122,12 @@ def measure(a):
     if result.returncode != 0:
         sys.exit(f"peer: the Python peer failed:\n{result.stderr}")
     python = float(re.search(r"steps_per_s=([0-9.]+)", result.stdout).group(1))
-    best = max(ours.values())
+    best, best_native = max(ours.values()), max(native.values())
     print(f"peer workers={a.workers} steps={a.steps} threads={a.threads} "
           f"locosim_steps_per_s={best:.1f} (intra_op={ours['intra_op']:.1f} step_pool={ours['step_pool']:.1f}) "
           f"python_steps_per_s={python:.1f} ratio={best / python:.2f} "
+          f"native_steps_per_s={best_native:.1f} (native_intra_op={native['intra_op']:.1f} "
+          f"native_step_pool={native['step_pool']:.1f}) native_ratio={best_native / python:.2f} "
           f"locosim_eval_loss={summary['final_eval_loss']:.3f}", flush=True)
 
 

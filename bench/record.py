@@ -136,6 +136,7 @@ def targets(rows, name):
     table.append(check(f"the step pool, 2 threads against 1: ≥ {MIN_POOL:g}x", last(rows, "pool"), "speedup",
                        MIN_POOL, lambda x, f: f"{x:.3g}x", floor=True))
     table.append(peer_target(rows, name))
+    table.append(peer_native_row(rows, name))
     return table
 
 
@@ -151,6 +152,18 @@ def peer_target(rows, name):
     if len(ratios) < PEER_RUNS:
         return what, measured, f"not settled: {len(ratios)} of {PEER_RUNS} runs"
     return what, measured, "met"
+
+
+def peer_native_row(rows, name):
+    """The same runs with locosim on the kernels the libraries pick, as the Python loop is: shown beside
+    the target, not one (a log from before bench/peer.py measured it has none)."""
+    what = "the same, locosim on this CPU's native kernels as the Python loop is (`native_ratio`)"
+    ratios = [number(f, "native_ratio", name, line) for kind, f, line in rows if kind == "peer" and "native_ratio" in f]
+    if not ratios:
+        return what, "not in the log", "for comparison: not measured"
+    lowest = min(ratios)
+    floor = f"all ≥ {MIN_PEER:g}x" if lowest >= MIN_PEER else f"{lowest / MIN_PEER:.2f}x the floor at the lowest"
+    return what, ", ".join(f"{r:.2f}" for r in ratios), f"for comparison: {floor}"
 
 
 def block(machine, rows, table, log_name):

@@ -93,6 +93,21 @@ class Record(unittest.TestCase):
         self.assertEqual(self.row("locosim over the Python DiLoCo loop"),
                          ("1.62, 1.28, 1.62", "**not met**: 0.85x the floor"))
 
+    def test_the_native_kernels_ratio_is_shown_beside_the_target_not_judged(self):
+        native = PEER.replace(" locosim_eval_loss", " native_steps_per_s=33.0 (native_intra_op=20.1 "
+                              "native_step_pool=33.0) native_ratio={} locosim_eval_loss")
+        self.write(log(SCALE, *[native.format(r, n) for r, n in (("1.38", "1.73"), ("1.45", "1.70"), ("1.45", "1.52"))]))
+        self.assertEqual(self.row("locosim over the Python DiLoCo loop"),
+                         ("1.38, 1.45, 1.45", "**not met**: 0.92x the floor"))
+        self.assertEqual(self.row("the same, locosim on this CPU's native kernels"),
+                         ("1.73, 1.70, 1.52", "for comparison: all ≥ 1.5x"))
+        self.write(log(SCALE, native.format("1.62", "1.20")))
+        self.assertEqual(self.row("the same, locosim on this CPU's native kernels"),
+                         ("1.20", "for comparison: 0.80x the floor at the lowest"))
+        self.write(log(SCALE, PEER.format("1.62")))  # a log from before native_ratio was measured
+        self.assertEqual(self.row("the same, locosim on this CPU's native kernels"),
+                         ("not in the log", "for comparison: not measured"))
+
     def test_a_figure_not_in_the_log_is_not_measured(self):
         result = self.write(log(SCALE.splitlines()[0], "peer skipped: no Python DiLoCo loop at x"))
         self.assertEqual(result.returncode, 0, result.stderr)
