@@ -69,10 +69,16 @@ std::vector<const Row*> by_worker_then(const std::vector<Row>& rows, Less less) 
 // Asks for the row a few places after row i of `rows` to be fetched. Rows are written by worker, and
 // one worker's rows lie among every other worker's, as they were recorded: at thousands of workers
 // each row is a fetch from memory, which the writer would otherwise wait for one after the other.
+// Both ends of it: a row (40 or 56 bytes) often straddles two cache lines, and fetching only the
+// first left the writer waiting on the second (write_events_csv of the relay's 4.1 M rows at 4096
+// workers x 100 rounds: 0.52-0.62 s with one fetch a row, 0.37-0.51 s with two, in turns).
 template <class Row>
 void prefetch_ahead(const std::vector<const Row*>& rows, size_t i) {
   constexpr size_t kAhead = 16;
-  if (i + kAhead < rows.size()) __builtin_prefetch(rows[i + kAhead]);
+  if (i + kAhead >= rows.size()) return;
+  const char* row = reinterpret_cast<const char*>(rows[i + kAhead]);
+  __builtin_prefetch(row);
+  __builtin_prefetch(row + sizeof(Row) - 1);
 }
 
 std::vector<const MetricRow*> by_worker_and_step(const Recorder& recorder) {
