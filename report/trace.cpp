@@ -1,13 +1,16 @@
-// write_trace_json: spans on non-overlapping tracks, link counters, written with nlohmann::json.
+// write_trace_json: spans on non-overlapping tracks, link counters, in nlohmann::json's own text.
 #include "report/trace.hpp"
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <string_view>
 #include <tuple>
 
 #include "report/output_file.hpp"
@@ -72,6 +75,110 @@ nlohmann::json metadata(const char* what, int pid, int tid, const nlohmann::json
   return {{"ph", "M"}, {"name", what}, {"pid", pid}, {"tid", tid}, {"args", args}};
 }
 
+// The trace's events, one a line, as nlohmann::json's dump() writes them: keys in its order (sorted),
+// numbers by its own to_chars, strings escaped as it escapes them, so the file is the same bytes
+// whichever way an event was made. The many (a span per step and message, a counter per link and
+// bucket) are formatted straight into a buffer: building each as a json object and dumping it made
+// the trace the longest writer by far (relay, 1024 workers x 100 rounds: 3.90 s against 2.14 s with
+// no trace); the few (each track's metadata) are still built.
+class TraceEvents {
+ public:
+  explicit TraceEvents(std::ostream& out) : out_(out) {}
+  TraceEvents(const TraceEvents&) = delete;
+  TraceEvents& operator=(const TraceEvents&) = delete;
+
+  void push_back(const nlohmann::json& event) {
+    next();
+    buf_ += event.dump();
+    done();
+  }
+  // {"args":{"bytes":..,"peer":..},"cat":..,"dur":..,"name":..,"ph":"X","pid":..,"tid":..,"ts":..}
+  void span(const EventRow& e, const char* cat, int pid, int tid) {
+    next();
+    buf_ += '{';
+    if (e.kind == EventKind::send || e.kind == EventKind::recv || e.kind == EventKind::join) {
+      buf_ += "\"args\":{\"bytes\":";
+      number(e.bytes);
+      buf_ += ",\"peer\":";
+      integer(e.peer);
+      buf_ += "},";
+    }
+    buf_ += "\"cat\":";
+    text(cat);
+    buf_ += ",\"dur\":";
+    number(microseconds(nanoseconds(e.end_s) - nanoseconds(e.start_s)));
+    buf_ += ",\"name\":";
+    text(event_kind_name(e.kind));
+    buf_ += ",\"ph\":\"X\",\"pid\":";
+    integer(pid);
+    buf_ += ",\"tid\":";
+    integer(tid);
+    buf_ += ",\"ts\":";
+    number(microseconds(nanoseconds(e.start_s)));
+    buf_ += '}';
+    done();
+  }
+  // {"args":{"Mbps":..},"name":..,"ph":"C","pid":..,"tid":0,"ts":..}
+  void counter(std::string_view name, int pid, double start_s, double mbps) {
+    next();
+    buf_ += "{\"args\":{\"Mbps\":";
+    number(mbps);
+    buf_ += "},\"name\":";
+    text(name);
+    buf_ += ",\"ph\":\"C\",\"pid\":";
+    integer(pid);
+    buf_ += ",\"tid\":0,\"ts\":";
+    number(microseconds(nanoseconds(start_s)));
+    buf_ += '}';
+    done();
+  }
+  // Hands what is buffered to the stream: before the trace's closing bracket.
+  void flush() {
+    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+    buf_.clear();
+  }
+
+ private:
+  static constexpr size_t kFlushAt = 1 << 20;
+
+  void next() {
+    buf_ += first_ ? "\n" : ",\n";
+    first_ = false;
+  }
+  void done() {
+    if (buf_.size() >= kFlushAt) flush();
+  }
+  void number(double v) {  // a json number_float
+    if (!std::isfinite(v)) {
+      buf_ += "null";
+      return;
+    }
+    std::array<char, 64> digits;
+    buf_.append(digits.data(), nlohmann::detail::to_chars(digits.data(), digits.data() + digits.size(), v));
+  }
+  void integer(int64_t v) {  // a json number_integer
+    std::array<char, 24> digits;
+    buf_.append(digits.data(), std::to_chars(digits.data(), digits.data() + digits.size(), v).ptr);
+  }
+  void text(std::string_view v) {  // a json string: as it is, unless dump() would escape something
+    const bool plain = std::all_of(v.begin(), v.end(), [](char c) {
+      const auto u = static_cast<unsigned char>(c);
+      return u >= 0x20 && u < 0x80 && c != '"' && c != '\\';
+    });
+    if (!plain) {
+      buf_ += nlohmann::json(std::string(v)).dump();
+      return;
+    }
+    buf_ += '"';
+    buf_ += v;
+    buf_ += '"';
+  }
+
+  std::ostream& out_;
+  std::string buf_;
+  bool first_ = true;
+};
+
 }  // namespace
 
 void write_trace_json(const Recorder& recorder, const std::vector<std::string>& names, const LinkReport* links,
@@ -91,15 +198,7 @@ void write_trace_json(const Recorder& recorder, const std::vector<std::string>& 
   OutputFile file(path);
   std::ostream& out = file.out();
   out << R"({"displayTimeUnit":"ms","otherData":{"clock":"simulated time"},"traceEvents":[)";
-  bool first = true;
-  struct Stream {
-    std::ostream& out;
-    bool& first;
-    void push_back(const nlohmann::json& event) {
-      out << (first ? "\n" : ",\n") << event.dump();
-      first = false;
-    }
-  } events{out, first};
+  TraceEvents events(out);
   for (int w = 0; w < workers; ++w) {
     const std::string name = w < static_cast<int>(names.size()) ? names[w] : "relay (worker " + std::to_string(w) + ")";
     events.push_back(metadata("process_name", w + 1, 0, {{"name", name}}));
@@ -126,16 +225,8 @@ void write_trace_json(const Recorder& recorder, const std::vector<std::string>& 
     for (int lane = 0; lane < lane_count; ++lane) {
       for (size_t i = 0; i < spans.size(); ++i) {
         if (lanes[i] != lane) continue;
-        const EventRow& e = *spans[i];
-        nlohmann::json span = {{"ph", "X"},
-                               {"name", event_kind_name(e.kind)},
-                               {"cat", family == send_family || family == recv_family ? "network" : "worker"},
-                               {"pid", pid},
-                               {"tid", first_tid + lane},
-                               {"ts", microseconds(nanoseconds(e.start_s))},
-                               {"dur", microseconds(nanoseconds(e.end_s) - nanoseconds(e.start_s))}};
-        if (e.kind == EventKind::send || e.kind == EventKind::recv || e.kind == EventKind::join) span["args"] = {{"bytes", e.bytes}, {"peer", e.peer}};
-        events.push_back(std::move(span));
+        events.span(*spans[i], family == send_family || family == recv_family ? "network" : "worker", pid,
+                    first_tid + lane);
       }
     }
   }
@@ -149,11 +240,9 @@ void write_trace_json(const Recorder& recorder, const std::vector<std::string>& 
       for (size_t b = 0; b < l.bytes.size(); ++b) {
         const double seconds = links->bucket_end_s(b) - links->bucket_start_s(b);
         const double mbps = seconds > 0 ? l.bytes[b] * 8 / seconds / 1e6 : 0;
-        events.push_back({{"ph", "C"}, {"name", l.link}, {"pid", pid}, {"tid", 0},
-                          {"ts", microseconds(nanoseconds(links->bucket_start_s(b)))}, {"args", {{"Mbps", mbps}}}});
+        events.counter(l.link, pid, links->bucket_start_s(b), mbps);
       }
-      events.push_back({{"ph", "C"}, {"name", l.link}, {"pid", pid}, {"tid", 0},
-                        {"ts", microseconds(nanoseconds(links->end_s))}, {"args", {{"Mbps", 0.0}}}});
+      events.counter(l.link, pid, links->end_s, 0.0);
     }
     // A link the world slowed or cut: its capacity over time, beside its traffic.
     for (const LinkTraffic& l : links->links) {
@@ -161,12 +250,12 @@ void write_trace_json(const Recorder& recorder, const std::vector<std::string>& 
       for (size_t b = 0; b < l.capacity_bytes.size(); ++b) {
         const double seconds = links->bucket_end_s(b) - links->bucket_start_s(b);
         const double mbps = seconds > 0 ? l.capacity_bytes[b] * 8 / seconds / 1e6 : 0;
-        events.push_back({{"ph", "C"}, {"name", "capacity " + l.link}, {"pid", pid}, {"tid", 0},
-                          {"ts", microseconds(nanoseconds(links->bucket_start_s(b)))}, {"args", {{"Mbps", mbps}}}});
+        events.counter("capacity " + l.link, pid, links->bucket_start_s(b), mbps);
       }
     }
   }
 
+  events.flush();
   out << "\n]}\n";
   file.close();
 }

@@ -197,6 +197,61 @@ TEST_CASE("trace: overlapping spans of one kind get tracks of their own, nested 
   CHECK(thread.size() == 5);  // worker 0: compute/wait, send, send 2; worker 1: recv; relay: recv
 }
 
+TEST_CASE("trace: each event is the text nlohmann::json writes for it, names to escape and odd numbers included") {
+  // The spans and counters are formatted by hand (report/trace.cpp): each line must be what parsing it
+  // and dumping it again gives, byte for byte, as when every event was built as a json object.
+  Recorder r;
+  r.event({0, EventKind::compute, 0, 1.1255919, 0, -1});
+  r.event({0, EventKind::wait, 1.1255919, 343.971959, 0, -1});
+  r.event({0, EventKind::send, 5.62795949, 245.647959, 300000000, 2});
+  r.event({0, EventKind::recv, 1e-7, 3e-5, 0.5, 2});
+  r.event({1, EventKind::join, 7, 7.25, 1234567.875, 0});
+  r.event({1, EventKind::away, 8, 1e9, 0, -1});
+  r.event({1, EventKind::link_off, 9, 10, 0, -1});
+  r.event({2, EventKind::recv, 0, 2.5e-10, 1e300, 1});
+  LinkReport links;
+  links.bucket_s = 0.1;
+  links.end_s = 0.25;
+  for (const std::string name : {"peer \"0\".up", "back\\slash", "caf\u00e9 \u2192 wan", "tab\there", "plain.down"}) {
+    LinkTraffic l;
+    l.link = name;
+    l.bytes = {1e6 / 3, 0, 12.5};
+    if (name == "plain.down") l.capacity_bytes = {2e6, 0, 1e6 / 7};
+    links.links.push_back(l);
+  }
+  const std::string path = (std::filesystem::temp_directory_path() / "locosim-trace-text.json").string();
+  write_trace_json(r, {"worker 0 (h\u00f4te \"a\")", "worker 1 (b)"}, &links, path);
+  std::ifstream in(path);
+  REQUIRE(in);
+  std::string line;
+  std::getline(in, line);
+  CHECK(line == R"({"displayTimeUnit":"ms","otherData":{"clock":"simulated time"},"traceEvents":[)");
+  int events = 0, spans = 0, counters = 0;
+  while (std::getline(in, line) && line != "]}") {
+    if (!line.empty() && line.back() == ',') line.pop_back();
+    const json e = json::parse(line);
+    CHECK(e.dump() == line);
+    if (e["ph"] != "M") {  // times, bytes and rates are doubles (written "300000000.0"), ids integers
+      CHECK(e["ts"].is_number_float());
+      CHECK(e["pid"].is_number_integer());
+      CHECK(e["tid"].is_number_integer());
+      if (e["ph"] == "X") CHECK(e["dur"].is_number_float());
+      if (e.contains("args") && e["args"].contains("bytes")) CHECK(e["args"]["bytes"].is_number_float());
+      if (e.contains("args") && e["args"].contains("peer")) CHECK(e["args"]["peer"].is_number_integer());
+      if (e.contains("args") && e["args"].contains("Mbps")) CHECK(e["args"]["Mbps"].is_number_float());
+    }
+    ++events;
+    spans += e["ph"] == "X";
+    counters += e["ph"] == "C";
+  }
+  CHECK(line == "]}");
+  CHECK(spans == 8);
+  CHECK(counters == 5 * 4 + 3);  // 3 buckets and a closing zero per link; the changed link's capacity
+  CHECK(events > spans + counters);  // and the metadata
+  const json trace = read_json(path);  // the whole file is one JSON document
+  CHECK(trace["traceEvents"].size() == static_cast<size_t>(events));
+}
+
 TEST_CASE("trace: report.trace collectives drops the message spans and keeps the rest, none writes no trace") {
   torch::set_num_threads(1);
   namespace fs = std::filesystem;
