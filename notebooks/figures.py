@@ -165,6 +165,12 @@ def _utilization_groups(run, policy):
     return groups
 
 
+def _whiskers(mean, low, high):
+    """Error bars from the least to the most: never below zero, which matplotlib refuses. A mean summed
+    over thousands of equal workers can land a rounding error outside their least and most."""
+    return np.clip(np.nan_to_num([mean - low, high - mean]), 0, None)
+
+
 def utilization(run, policies=None):
     """Compute utilization per accelerator type and policy: the mean over its workers, whiskers from the
     least to the most used. As readable for 4096 workers as for 4."""
@@ -184,8 +190,8 @@ def utilization(run, policies=None):
         mean = np.array([by_name[n][2] * 100 if n in by_name else np.nan for n in names])
         low = np.array([by_name[n][3] * 100 if n in by_name else np.nan for n in names])
         high = np.array([by_name[n][4] * 100 if n in by_name else np.nan for n in names])
-        bars = ax.bar(x + i * width, mean, width, color=colors[p], label=p,
-                      yerr=np.nan_to_num([mean - low, high - mean]), capsize=3)
+        bars = ax.bar(x + i * width, mean, width, color=colors[p], label=p, yerr=_whiskers(mean, low, high),
+                      capsize=3)
         if len(names) * len(policies) <= 24:  # else the labels would overlap
             ax.bar_label(bars, labels=[f"{m:.1f}" if not np.isnan(m) else "" for m in mean], fontsize="x-small",
                          padding=2)
@@ -232,7 +238,7 @@ def traffic(run, policies=None):
         positive += [v for v in list(mean) + list(server) if v > 0]
         offset = -0.12 if np.any(~np.isnan(server)) else 0
         bars = ax.bar(x + (j - 0.5) * width * 1.1 + offset, shown, width, color=color, label=f"{name} per worker",
-                      yerr=np.nan_to_num([np.clip(mean - low, 0, None), high - mean]), capsize=3)
+                      yerr=_whiskers(mean, low, high), capsize=3)
         ax.bar_label(bars, labels=[_bytes_text(m) for m in mean], fontsize="x-small", padding=3,
                      rotation=90 if len(policies) > 4 else 0)
         if np.any(~np.isnan(server)):
