@@ -62,19 +62,34 @@ def summary(run, policy):
     return json.loads((Path(run) / policy / "summary.json").read_text())
 
 
+# The CSVs parsed last, by (path, modification time, size): a run's figures read events.csv and
+# links.csv several times each, and parsing them was two thirds of `locosim plot` at 4096 workers.
+# A file written again (a notebook that runs the simulation anew) is parsed again.
+_TABLES = {}
+_TABLES_KEPT = 6
+
+
 def table(run, policy, name):
-    """One of a policy folder's CSV files (metrics, events or links) as a DataFrame.
+    """One of a policy folder's CSV files (metrics, events or links) as a DataFrame (the caller's own copy).
 
     metrics' `sync` is "", "committed" or "aborted"; run folders from before the changing world have no
     such column and read as "" (no sync). events' `peer` is NaN where there is none (compute, wait, away,
     discard, a join restored locally), whether the file left it empty or wrote -1."""
-    frame = pd.read_csv(Path(run) / policy / f"{name}.csv")
-    if name == "metrics":
-        # an empty cell reads as NaN, and a column of only empty cells as floats: make it text throughout
-        frame["sync"] = frame["sync"].fillna("").astype(str) if "sync" in frame else ""
-    if name == "events":
-        frame["peer"] = frame["peer"].where(frame["peer"] >= 0)
-    return frame
+    path = Path(run) / policy / f"{name}.csv"
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    frame = _TABLES.pop(key, None)
+    if frame is None:
+        frame = pd.read_csv(path)
+        if name == "metrics":
+            # an empty cell reads as NaN, and a column of only empty cells as floats: make it text throughout
+            frame["sync"] = frame["sync"].fillna("").astype(str) if "sync" in frame else ""
+        if name == "events":
+            frame["peer"] = frame["peer"].where(frame["peer"] >= 0)
+    _TABLES[key] = frame  # the most recent last
+    while len(_TABLES) > _TABLES_KEPT:
+        del _TABLES[next(iter(_TABLES))]
+    return frame.copy()
 
 
 def worker_label(worker, workers, hosts):
