@@ -121,6 +121,26 @@ TEST_CASE("summary: a worker that recorded nothing counts as idle, 0, in the mea
   CHECK(s.utilization_by_accelerator[0].workers == 2);
 }
 
+TEST_CASE("summary: equal workers' mean utilization is theirs exactly, not a rounding error outside [min, max]") {
+  // 100 workers computing 0.3 s of 7 s: summed in floating point, the mean lands 3e-17 above each one's
+  // utilization (and the sum divided by the count below it); plotted as whiskers from the mean to the
+  // least and the most, one would be negative.
+  Recorder rec;
+  const int workers = 100;
+  for (int w = 0; w < workers; ++w) {
+    rec.event({w, EventKind::compute, 0, 0.3, 0, -1});
+    rec.metric({7.0, w, 1, 10, 3.0, 2.9, Sync::none, /*last=*/true});
+  }
+  RunSummary s = summarize(rec, std::vector<std::string>(workers, "h100"), std::nullopt);
+  CHECK(s.utilization_min == 0.3 / 7.0);
+  CHECK(s.utilization_max == 0.3 / 7.0);
+  CHECK(s.compute_utilization == 0.3 / 7.0);
+  REQUIRE(s.utilization_by_accelerator.size() == 1);
+  const AcceleratorUtilization& h100 = s.utilization_by_accelerator[0];
+  CHECK(h100.mean == h100.min);
+  CHECK(h100.mean == h100.max);
+}
+
 TEST_CASE("summary: summary.json carries the utilization spread back, and summary.csv its min and max") {
   const fs::path dir = scratch("json");
   RunSummary s = summarize(uneven_recorder(), kUneven, std::nullopt);
