@@ -98,8 +98,9 @@ class Flows {
   Few<double> wait_in_order();
   // Starts the transfers added since the last wait and waits for the last one added, then for the
   // others, which have ended by then where the last can only end after them (a relay member's upload,
-  // its result's); records each in the order added, with its own end. The actor is woken once, where
-  // waiting in order woke it at each transfer's end (each wake a scheduling round on cold state).
+  // its result's); records each in the order added, with its own end. The actor is woken once in
+  // simulated time, where waiting in order woke it at each transfer's end (each wake a scheduling round
+  // on cold state); the others' waits, answered at once, are still a scheduling round each.
   void wait_last_first();
   bool empty() const { return comms_.empty(); }
   // Starts the transfers added since the last wait, in the order they were added: for transfers that
