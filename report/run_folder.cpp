@@ -26,6 +26,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kTempInfix = ".tmp.";  // temporary folders: ".<name>.tmp.<pid>.<n>"
+constexpr const char* kNewMarker = ".locosim.new";  // a temporary folder's marker until it is locked
 constexpr const char* kMarkerText = "written by locosim: the next run of the same scenario may replace this folder\n";
 // In a committed folder's marker, the line before its files, one a line: "<bytes> <name>".
 constexpr const char* kFilesHeading = "files of the finished run (bytes, name), checked before it is trusted:\n";
@@ -62,6 +63,16 @@ bool temporary_writer_gone(const std::string& name) {
 bool is_empty_folder(const fs::path& dir) {
   std::error_code ec;
   return fs::is_directory(fs::symlink_status(dir, ec)) && fs::is_empty(dir, ec);
+}
+
+// Whether folder `dir` holds nothing but, perhaps, a file named `name`.
+bool holds_at_most(const fs::path& dir, const std::string& name) {
+  std::error_code ec;
+  if (!fs::is_directory(fs::symlink_status(dir, ec))) return false;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().filename() != name || !entry.is_regular_file(ec)) return false;
+  }
+  return !ec;
 }
 
 // Absent, empty, or written by locosim: replacing it destroys nothing a user made. Checked in the
@@ -234,9 +245,12 @@ int remove_stale_temporaries(const fs::path& dir) {
     const std::string name = entry.path().filename().string();
     if (!is_temporary_name(name)) continue;
     if (!is_locosim_folder(entry.path())) {
-      // Its writer was killed between making it and writing its marker: still empty, and the process
-      // its name gives has ended (a live one may be about to write the marker).
-      if (is_empty_folder(entry.path()) && temporary_writer_gone(name)) removed += fs::remove(entry.path(), ec) ? 1 : 0;
+      // Its writer was killed before its marker was in place: the folder still empty or holding only
+      // the marker being written, and the process its name gives has ended (a live one may be about
+      // to put the marker in place).
+      if (holds_at_most(entry.path(), kNewMarker) && temporary_writer_gone(name)) {
+        removed += fs::remove_all(entry.path(), ec) > 0 ? 1 : 0;
+      }
       continue;
     }
     const int fd = ::open((entry.path() / kRunMarker).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -264,11 +278,17 @@ StagedFolder::StagedFolder(fs::path final_dir) : final_(std::move(final_dir)) {
     throw std::runtime_error(temp_.string() + ": cannot be created: " + (ec ? ec.message() : "it exists"));
   }
   try {
-    write_marker(temp_);
-    lock_fd_ = ::open((temp_ / kRunMarker).c_str(), O_RDONLY | O_CLOEXEC);
+    // The marker is written and locked under another name, then renamed into place, lock and all:
+    // another process clearing stale temporaries (remove_stale_temporaries: a sweep's runs starting
+    // together in one point's folder) must never see it unlocked, or it takes this live folder for a
+    // dead one, locks it first, and removes it.
+    const fs::path unlocked = temp_ / kNewMarker;
+    write_text_file(unlocked.string(), kMarkerText);
+    lock_fd_ = ::open(unlocked.c_str(), O_RDONLY | O_CLOEXEC);
     if (lock_fd_ < 0 || ::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
       throw std::runtime_error(temp_.string() + ": cannot lock its marker: " + std::strerror(errno));
     }
+    fs::rename(unlocked, temp_ / kRunMarker);
   } catch (...) {
     std::error_code ec;
     if (lock_fd_ >= 0) ::close(lock_fd_);

@@ -62,7 +62,9 @@ void check_replaceable(const std::filesystem::path& dir);
 
 // Removes the temporary folders in `dir` that locosim processes left when they died (killed, power
 // lost) and returns how many. Such a folder has a temporary name and the marker, and no living
-// process holds the lock on its marker.
+// process holds the lock on its marker; or it has no marker in place yet, nothing but the one being
+// written, and the process its name gives has ended. A live one's marker is locked before it is in
+// place, so that another process clearing the same folder never takes it for a dead one.
 int remove_stale_temporaries(const std::filesystem::path& dir);
 
 // A folder being written: a hidden, marked, locked temporary folder beside its final place, renamed

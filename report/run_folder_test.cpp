@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <vector>
@@ -170,6 +171,57 @@ TEST_CASE("run folder: temporaries of dead processes are removed, live ones and 
   CHECK(fs::exists(live.path()));
   CHECK(fs::exists(root / ".notes.tmp.1"));
   CHECK(count_temporaries(root) == 2);
+  fs::remove_all(root);
+}
+
+TEST_CASE("run folder: a temporary whose writer died before its marker was in place is removed") {
+  const fs::path root = fresh("unplaced");
+  claim_folder(root);
+  pid_t gone = fork();  // a process that has ended, and whose id is free
+  REQUIRE(gone >= 0);
+  if (gone == 0) std::_Exit(0);
+  int status = 0;
+  waitpid(gone, &status, 0);
+  const fs::path dead = root / (".ddp.tmp." + std::to_string(gone) + ".0");
+  const fs::path live = root / (".diloco.tmp." + std::to_string(::getpid()) + ".0");
+  const fs::path other = root / (".notes.tmp." + std::to_string(gone) + ".0");
+  for (const fs::path& dir : {dead, live, other}) fs::create_directories(dir);
+  touch(dead / ".locosim.new");  // the marker being written when its writer died
+  touch(live / ".locosim.new");  // a live writer's, about to be put in place
+  touch(other / "notes.txt");    // someone else's
+  CHECK(remove_stale_temporaries(root) == 1);
+  CHECK_FALSE(fs::exists(dead));
+  CHECK(fs::exists(live));
+  CHECK(fs::exists(other));
+  fs::remove_all(root);
+}
+
+TEST_CASE("run folder: another process clearing stale temporaries never takes a folder being staged") {
+  // Two runs of a sweep point (SLURM array tasks) start together in the same folder: one clears stale
+  // temporaries while the other stages its own. A marker that shows before it is locked looked stale
+  // to the first, which locked it, so the second failed ("cannot lock its marker") or lost its folder.
+  const fs::path root = fresh("clearing");
+  claim_folder(root);
+  pid_t cleaner = fork();
+  REQUIRE(cleaner >= 0);
+  if (cleaner == 0) {  // clears the folder again and again for two seconds
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (std::chrono::steady_clock::now() < end) remove_stale_temporaries(root);
+    std::_Exit(0);
+  }
+  int staged = 0, failed = 0, lost = 0;
+  for (int status = 0; waitpid(cleaner, &status, WNOHANG) == 0; ++staged) {
+    try {
+      StagedFolder folder(root / "diloco");
+      lost += !fs::exists(folder.path() / kRunMarker);
+    } catch (const std::exception&) {
+      ++failed;
+    }
+  }
+  INFO(staged << " folders staged while the other process cleared");
+  CHECK(staged > 100);
+  CHECK(failed == 0);
+  CHECK(lost == 0);
   fs::remove_all(root);
 }
 
