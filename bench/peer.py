@@ -3,7 +3,8 @@
 
 The peer (`--peer`, default ../shared/peers/diloco_peer.py; Debian's python3-torch) trains K replicas
 of a Llama-style model in turn, H inner AdamW steps then an outer Nesterov step on the fp16-rounded
-mean pseudo-gradient, and times its training loop. locosim runs the same model shape, batch,
+mean pseudo-gradient, and times its training loop. locosim runs the same model shape (the loop's
+SwiGLU width, int(8d/3), where locosim's own default rounds 8d/3 to a multiple of 16), batch,
 sequence length, steps, H and thread budget as a scenario (4 workers on a LAN, -j 1), and is timed
 as a whole process: start-up, data loading, the simulation, evaluation and the run folder included,
 so the ratio is the least favourable to locosim. One line:
@@ -50,7 +51,7 @@ platform:
     - {{name: gpu, accelerator: h100, count: {a.workers},
        uplink: {{bandwidth: 10 Gbps, latency: 50 us}}, downlink: {{bandwidth: 10 Gbps, latency: 50 us}}}}
 data: {{path: kjv}}
-model: {{preset: tiny, d_model: {a.d}, n_layers: {a.layers}, n_heads: {a.heads}, seq_len: {a.seq}}}
+model: {{preset: tiny, d_model: {a.d}, n_layers: {a.layers}, n_heads: {a.heads}, seq_len: {a.seq}, ffn_hidden: {int(8 * a.d / 3)}}}
 train:
   steps: {a.steps}
   batch_size: {a.batch}
