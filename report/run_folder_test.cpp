@@ -31,6 +31,18 @@ fs::path fresh(const std::string& name) {
 
 void touch(const fs::path& p) { std::ofstream(p) << "mine\n"; }
 
+// Runs `body` in a child process, which then exits; returns the child's pid (the parent waits for it).
+template <class Body>
+pid_t in_child(Body body) {
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    body();
+    std::_Exit(0);
+  }
+  return pid;
+}
+
 int count_temporaries(const fs::path& dir) {
   int n = 0;
   for (const auto& e : fs::directory_iterator(dir)) n += e.path().filename().string().find(".tmp.") != std::string::npos;
@@ -154,13 +166,10 @@ TEST_CASE("run folder: temporaries of dead processes are removed, live ones and 
   const fs::path root = fresh("stale");
   claim_folder(root);
   // A process that stages a folder and dies without cleaning up (as under SIGKILL).
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
+  const pid_t pid = in_child([&] {
     auto* leaked = new StagedFolder(root / "ddp");
     (void)leaked;
-    std::_Exit(0);
-  }
+  });
   int status = 0;
   waitpid(pid, &status, 0);
   REQUIRE(count_temporaries(root) == 1);
@@ -177,9 +186,7 @@ TEST_CASE("run folder: temporaries of dead processes are removed, live ones and 
 TEST_CASE("run folder: a temporary whose writer died before its marker was in place is removed") {
   const fs::path root = fresh("unplaced");
   claim_folder(root);
-  pid_t gone = fork();  // a process that has ended, and whose id is free
-  REQUIRE(gone >= 0);
-  if (gone == 0) std::_Exit(0);
+  const pid_t gone = in_child([] {});  // a process that has ended, and whose id is free
   int status = 0;
   waitpid(gone, &status, 0);
   const fs::path dead = root / (".ddp.tmp." + std::to_string(gone) + ".0");
@@ -202,13 +209,10 @@ TEST_CASE("run folder: another process clearing stale temporaries never takes a 
   // to the first, which locked it, so the second failed ("cannot lock its marker") or lost its folder.
   const fs::path root = fresh("clearing");
   claim_folder(root);
-  pid_t cleaner = fork();
-  REQUIRE(cleaner >= 0);
-  if (cleaner == 0) {  // clears the folder again and again for two seconds
+  const pid_t cleaner = in_child([&] {  // clears the folder again and again for two seconds
     const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
     while (std::chrono::steady_clock::now() < end) remove_stale_temporaries(root);
-    std::_Exit(0);
-  }
+  });
   int staged = 0, failed = 0, lost = 0;
   for (int status = 0; waitpid(cleaner, &status, WNOHANG) == 0; ++staged) {
     try {
