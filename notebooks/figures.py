@@ -166,8 +166,9 @@ def _utilization_groups(run, policy):
 
 
 def _whiskers(mean, low, high):
-    """Error bars from the least to the most: never below zero, which matplotlib refuses. A mean summed
-    over thousands of equal workers can land a rounding error outside their least and most."""
+    """Error bars from the least to the most: never below zero, which matplotlib refuses. Run folders
+    written before summary.json clamped its means could hold a mean a rounding error outside the least
+    and the most (thousands of equal workers)."""
     return np.clip(np.nan_to_num([mean - low, high - mean]), 0, None)
 
 
