@@ -247,10 +247,11 @@ void write_trace_json(const Recorder& recorder, const std::vector<std::string>& 
     // A link the world slowed or cut: its capacity over time, beside its traffic.
     for (const LinkTraffic& l : links->links) {
       if (l.capacity_bytes.empty()) continue;
+      const std::string name = "capacity " + l.link;
       for (size_t b = 0; b < l.capacity_bytes.size(); ++b) {
         const double seconds = links->bucket_end_s(b) - links->bucket_start_s(b);
         const double mbps = seconds > 0 ? l.capacity_bytes[b] * 8 / seconds / 1e6 : 0;
-        events.counter("capacity " + l.link, pid, links->bucket_start_s(b), mbps);
+        events.counter(name, pid, links->bucket_start_s(b), mbps);
       }
     }
   }
