@@ -21,7 +21,7 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- bench: latest -->", "<!-- /bench -->"
-KINDS = ("scale", "scale_ratio", "swarm", "overhead", "pool", "peer")
+KINDS = ("scale", "scale_ratio", "floor", "floor_ratio", "swarm", "overhead", "pool", "peer")
 
 # The targets, in one place (bench/README.md prints them with each figure).
 SCALE_WORKERS, SCALE_ROUNDS = 4096, 100  # bench/scale.py's largest point
@@ -128,6 +128,7 @@ def targets(rows, name):
                            last(rows, "scale_ratio", collective=collective), "marginal_ratio", MAX_COST_RATIO,
                            lambda x, f: f"{x:.2f} (workers {f.get('workers', '?')}; "
                                         f"from CPU time {f.get('marginal_cpu_ratio', '?')})"))
+    table.append(floor_row(rows, name))
     table.append(check(f"scenarios/swarm-10k.yaml at {SWARM_ROUNDS} rounds: ≤ {MAX_SWARM_S:g} s",
                        last(rows, "swarm", rounds=SWARM_ROUNDS), "wall_s", MAX_SWARM_S,
                        lambda x, f: f"{x:.2f} s, {f.get('peak_mib', '?')} MiB"))
@@ -138,6 +139,20 @@ def targets(rows, name):
     table.append(peer_target(rows, name))
     table.append(peer_native_row(rows, name))
     return table
+
+
+def floor_row(rows, name):
+    """The same ratio for SimGrid alone shaped as the relay (bench/engine_floor.cpp): shown beside the
+    targets, not one; what of locosim's growth the engine makes by itself."""
+    what = "the same, the simulation engine alone shaped as the relay (`bench/engine_floor.cpp`)"
+    found = last(rows, "floor_ratio")
+    if not found:
+        return what, "not in the log", "for comparison: not measured"
+    fields, line = found
+    ratio = number(fields, "marginal_ratio", name, line)
+    above = "above" if ratio > MAX_COST_RATIO else "within"
+    return (what, f"{ratio:.2f} (workers {fields.get('workers', '?')}; from CPU time {fields.get('marginal_cpu_ratio', '?')})",
+            f"for comparison: {above} the {MAX_COST_RATIO:g} limit")
 
 
 def peer_target(rows, name):

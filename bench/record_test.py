@@ -108,6 +108,22 @@ class Record(unittest.TestCase):
         self.assertEqual(self.row("the same, locosim on this CPU's native kernels"),
                          ("not in the log", "for comparison: not measured"))
 
+    def test_the_engine_floor_is_shown_beside_the_cost_ratios_not_judged(self):
+        floor = ("floor workers=4096 rounds=100 inner_steps=5 wall_s=4.06 cpu_s=4.04 peak_mib=279 simulated_s=34334.4 "
+                 "per_worker_round_us=9.9 more_rounds=50 more_wall_s=6.02 marginal_us=9.5 marginal_cpu_us=9.6 repeats=3\n"
+                 "floor_ratio workers=4096/256 marginal_ratio={} printed_ratio=1.86 marginal_cpu_ratio=2.41")
+        self.write(log(SCALE, floor.format("2.42")))
+        self.assertIn(floor.format("2.42") + "\n", self.readme.read_text())
+        self.assertEqual(self.row("the same, the simulation engine alone"),
+                         ("2.42 (workers 4096/256; from CPU time 2.41)", "for comparison: above the 1.25 limit"))
+        self.assertEqual(self.row("cost of a worker-round, largest / smallest workers, relay")[1],
+                         "**not met**: 2.02x the limit")  # locosim's own ratio is still the target
+        self.write(log(SCALE, floor.format("1.10")))
+        self.assertEqual(self.row("the same, the simulation engine alone")[1], "for comparison: within the 1.25 limit")
+        self.write(log(SCALE))  # a log from before the floor was measured
+        self.assertEqual(self.row("the same, the simulation engine alone"),
+                         ("not in the log", "for comparison: not measured"))
+
     def test_a_figure_not_in_the_log_is_not_measured(self):
         result = self.write(log(SCALE.splitlines()[0], "peer skipped: no Python DiLoCo loop at x"))
         self.assertEqual(result.returncode, 0, result.stderr)

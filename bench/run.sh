@@ -10,6 +10,7 @@ log=$build/bench.txt
 {
   python3 bench/record.py machine
   python3 bench/scale.py --locosim "$build/locosim" --marginal 204800 --repeat 3
+  python3 bench/scale.py --engine-floor "$build/bench/engine_floor" --marginal 204800 --repeat 3
   python3 bench/swarm.py --locosim "$build/locosim"
   python3 bench/overhead.py --locosim "$build/locosim"
   if [ -f "$peer" ]; then

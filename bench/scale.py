@@ -23,8 +23,13 @@ runs of a point's two lengths are made in turns (R, R + E, R, R + E, ...), so th
 or goes weighs on both; marginal_cpu_us and marginal_cpu_ratio are the same from the CPU seconds
 (user + system), which a neighbour's load inflates less than the wall time.
 
+With `--engine-floor build/bench/engine_floor`, the same points are run by that program instead: SimGrid
+alone, shaped as the relay above (bench/engine_floor.cpp), with none of locosim's code. Its lines are
+`floor ...` and `floor_ratio ...`, with the same fields: how much of a growth with the workers is the
+engine's own.
+
 Usage: python3 bench/scale.py [--locosim build/locosim] [--workers 256,1024,4096] [--rounds 100]
-                              [--marginal 204800] [--repeat 3]
+                              [--marginal 204800] [--repeat 3] [--engine-floor build/bench/engine_floor]
 """
 import argparse
 import json
@@ -63,16 +68,21 @@ policies:
 
 def timed_run(locosim, args, what):
     """`locosim ARGS` under GNU time: (wall s, CPU s, peak KiB). Exits naming `what` if it fails."""
+    return timed_output(locosim, args, what)[0]
+
+
+def timed_output(program, args, what):
+    """`program ARGS` under GNU time: ((wall s, CPU s, peak KiB), its standard output)."""
     start = time.monotonic()
     # GNU time's %M: the largest resident set of the run's processes (its simulation child
     # included); %U and %S: their CPU time, which other processes on a shared machine inflate
     # less than the wall time.
-    result = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", locosim, *args], capture_output=True, text=True)
+    result = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", program, *args], capture_output=True, text=True)
     wall = time.monotonic() - start
     if result.returncode != 0:
-        sys.exit(f"{what}: locosim failed:\n{result.stderr}")
+        sys.exit(f"{what}: {pathlib.Path(program).name} failed:\n{result.stderr}")
     peak_kib, user_s, system_s = result.stderr.strip().splitlines()[-1].split()
-    return wall, float(user_s) + float(system_s), int(peak_kib)
+    return (wall, float(user_s) + float(system_s), int(peak_kib)), result.stdout
 
 
 def run(locosim, workers, rounds, inner_steps, collective):
@@ -86,6 +96,13 @@ def run(locosim, workers, rounds, inner_steps, collective):
         return (*measured, summary["wall_clock_s"])
 
 
+def run_floor(engine_floor, workers, rounds):
+    """One run of bench/engine_floor.cpp: (wall s, CPU s, peak KiB, simulated s)."""
+    measured, out = timed_output(engine_floor, [str(workers), str(rounds)], f"engine floor: {workers} workers")
+    fields = dict(token.split("=", 1) for token in out.split() if "=" in token)
+    return (*measured, float(fields["simulated_s"]))
+
+
 def fastest(runs):
     """Of repeated runs (wall s, CPU s, peak KiB, ...): the fastest one's, with the largest peak of all."""
     best = list(min(runs))
@@ -93,15 +110,45 @@ def fastest(runs):
     return tuple(best)
 
 
-def point(repeat, extra, locosim, workers, rounds, inner_steps, collective):
-    """fastest() of `repeat` runs of `rounds` rounds and, if `extra`, of `rounds + extra`: in turns, so
-    that a neighbour's load weighs on both alike."""
+def point(repeat, extra, run_one, workers, rounds):
+    """fastest() of `repeat` runs `run_one(workers, rounds)` and, if `extra`, of `rounds + extra`: in
+    turns, so that a neighbour's load weighs on both alike."""
     base, more = [], []
     for _ in range(repeat):
-        base.append(run(locosim, workers, rounds, inner_steps, collective))
+        base.append(run_one(workers, rounds))
         if extra:
-            more.append(run(locosim, workers, rounds + extra, inner_steps, collective))
+            more.append(run_one(workers, rounds + extra))
     return fastest(base), fastest(more) if extra else None
+
+
+def measure(args, kind, label, run_one):
+    """Every worker count of `args` run by `run_one`: a `KIND LABEL...` line each and, with --marginal,
+    a `KIND_ratio` line of the largest count's marginal cost over the smallest's."""
+    costs = {}  # workers -> (per_worker_round_us, marginal_us, marginal_cpu_us)
+    for workers in [int(w) for w in args.workers.split(",")]:
+        extra = -(-args.marginal // workers) if args.marginal else 0
+        (wall, cpu_s, peak_kib, simulated_s), more = point(args.repeat, extra, run_one, workers, args.rounds)
+        per = wall / (workers * args.rounds) * 1e6
+        line = (f"{kind} workers={workers}{label} rounds={args.rounds} "
+                f"inner_steps={args.inner_steps} wall_s={wall:.2f} cpu_s={cpu_s:.2f} peak_mib={peak_kib / 1024:.0f} "
+                f"simulated_s={simulated_s:.1f} per_worker_round_us={per:.1f}")
+        marginal = marginal_cpu = None
+        if more:
+            wall1, cpu_s1 = more[0], more[1]
+            marginal = (wall1 - wall) / (workers * extra) * 1e6
+            marginal_cpu = (cpu_s1 - cpu_s) / (workers * extra) * 1e6
+            line += (f" more_rounds={extra} more_wall_s={wall1:.2f} marginal_us={marginal:.1f}"
+                     f" marginal_cpu_us={marginal_cpu:.1f}")
+        if args.repeat > 1:
+            line += f" repeats={args.repeat}"
+        costs[workers] = (per, marginal, marginal_cpu)
+        print(line, flush=True)
+    if args.marginal and len(costs) > 1:
+        low, high = min(costs), max(costs)
+        print(f"{kind}_ratio{label} workers={high}/{low} "
+              f"marginal_ratio={costs[high][1] / costs[low][1]:.2f} "
+              f"printed_ratio={costs[high][0] / costs[low][0]:.2f} "
+              f"marginal_cpu_ratio={costs[high][2] / costs[low][2]:.2f}", flush=True)
 
 
 def main():
@@ -114,38 +161,21 @@ def main():
     parser.add_argument("--marginal", type=int, default=0,
                         help="worker-rounds to add to each point in a second run, to print the marginal cost")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each point, the fastest counted")
+    parser.add_argument("--engine-floor", default="",
+                        help="run this build of bench/engine_floor.cpp (SimGrid alone) instead of locosim")
     args = parser.parse_args()
     if args.marginal < 0:
         sys.exit(f"scale: --marginal must be a number of worker-rounds >= 0, got {args.marginal}")
     if args.repeat < 1:
         sys.exit(f"scale: --repeat must be at least 1, got {args.repeat}")
+    if args.engine_floor:
+        if args.inner_steps != 5:
+            sys.exit("scale: the engine floor's rounds are 5 steps each; leave --inner-steps at 5")
+        measure(args, "floor", "", lambda workers, rounds: run_floor(args.engine_floor, workers, rounds))
+        return
     for collective in args.collectives.split(","):
-        costs = {}  # workers -> (per_worker_round_us, marginal_us, marginal_cpu_us)
-        for workers in [int(w) for w in args.workers.split(",")]:
-            extra = -(-args.marginal // workers) if args.marginal else 0
-            (wall, cpu_s, peak_kib, simulated_s), more = point(args.repeat, extra, args.locosim, workers, args.rounds,
-                                                               args.inner_steps, collective)
-            per = wall / (workers * args.rounds) * 1e6
-            line = (f"scale workers={workers} collective={collective} rounds={args.rounds} "
-                    f"inner_steps={args.inner_steps} wall_s={wall:.2f} cpu_s={cpu_s:.2f} peak_mib={peak_kib / 1024:.0f} "
-                    f"simulated_s={simulated_s:.1f} per_worker_round_us={per:.1f}")
-            marginal = marginal_cpu = None
-            if more:
-                wall1, cpu_s1 = more[0], more[1]
-                marginal = (wall1 - wall) / (workers * extra) * 1e6
-                marginal_cpu = (cpu_s1 - cpu_s) / (workers * extra) * 1e6
-                line += (f" more_rounds={extra} more_wall_s={wall1:.2f} marginal_us={marginal:.1f}"
-                         f" marginal_cpu_us={marginal_cpu:.1f}")
-            if args.repeat > 1:
-                line += f" repeats={args.repeat}"
-            costs[workers] = (per, marginal, marginal_cpu)
-            print(line, flush=True)
-        if args.marginal and len(costs) > 1:
-            low, high = min(costs), max(costs)
-            print(f"scale_ratio collective={collective} workers={high}/{low} "
-                  f"marginal_ratio={costs[high][1] / costs[low][1]:.2f} "
-                  f"printed_ratio={costs[high][0] / costs[low][0]:.2f} "
-                  f"marginal_cpu_ratio={costs[high][2] / costs[low][2]:.2f}", flush=True)
+        measure(args, "scale", f" collective={collective}",
+                lambda workers, rounds: run(args.locosim, workers, rounds, args.inner_steps, collective))
 
 
 if __name__ == "__main__":
