@@ -43,17 +43,18 @@ void worker(int i) {
   }
 }
 
+// Serves workers first, first + stride, ...: every upload, then (once every lane has all of its own)
+// every download.
 void lane(int first, int stride, sg4::BarrierPtr all_uploaded) {
-  const int workers = static_cast<int>(floor_.up.size());
-  std::vector<sg4::CommPtr> comms;
-  std::vector<int*> received(workers);
+  std::vector<int> members;
+  for (int i = first; i < static_cast<int>(floor_.up.size()); i += stride) members.push_back(i);
+  std::vector<sg4::CommPtr> comms(members.size());
+  std::vector<int*> received(members.size());
   for (int round = 0; round < floor_.rounds; ++round) {
-    comms.clear();
-    for (int i = first; i < workers; i += stride) comms.push_back(floor_.up[i]->get_async<int>(&received[i]));
+    for (size_t m = 0; m < members.size(); ++m) comms[m] = floor_.up[members[m]]->get_async<int>(&received[m]);
     for (const sg4::CommPtr& comm : comms) comm->wait();
     all_uploaded->wait();
-    comms.clear();
-    for (int i = first; i < workers; i += stride) comms.push_back(floor_.down[i]->put_async(&floor_.payload, kPayloadBytes));
+    for (size_t m = 0; m < members.size(); ++m) comms[m] = floor_.down[members[m]]->put_async(&floor_.payload, kPayloadBytes);
     for (const sg4::CommPtr& comm : comms) comm->wait();
   }
 }
