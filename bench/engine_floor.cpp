@@ -1,7 +1,7 @@
 // The simulation engine's own floor under bench/scale.py's relay: what SimGrid alone costs per
 // worker-round, with none of locosim's code. Each of WORKERS workers is an actor on its own host
 // behind its own uplink and downlink (10 Mbps up, 100 Mbps down, 15 ms, as in bench/scale.py); a
-// round is its steps (one sleep, as a timing-only worker's marks are one wake), an upload of its
+// round is its steps (one wake by the clock, as a timing-only worker's step marks are), an upload of its
 // pseudo-gradient to the relay, and the mean's download. The relay serves its members in ⌈√WORKERS⌉
 // lanes, as sim/collectives.cpp does, each lane an actor kept for the whole run, the lanes meeting at
 // a barrier between uploads and downloads. Same network model and allocator as locosim-sim.
@@ -11,10 +11,12 @@
 // times locosim; how the cost per worker-round grows with WORKERS here is the engine's, not locosim's.
 //   build/bench/engine_floor WORKERS ROUNDS
 // prints `simulated_s=...`, the simulated time at the end.
+#include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,7 @@ constexpr double kStepsS = 5.0;            // a round's inner steps: 5 of about 
 constexpr double kPayloadBytes = 300e6;    // 150 M parameters in fp16, as bench/scale.py's timing
 constexpr double kUpBytesPerS = 10e6 / 8, kDownBytesPerS = 100e6 / 8, kHomeLatencyS = 0.015;
 constexpr double kRelayBytesPerS = 100e9 / 8, kRelayLatencyS = 0.005;
+constexpr double kPrecisionS = 1e-5;       // SimGrid's default surf/precision
 
 struct Floor {
   int rounds = 0;
@@ -34,9 +37,43 @@ struct Floor {
 };
 Floor floor_;
 
+// A worker's steps as sim/step_marks.cpp runs them: no activity; the worker suspends itself and the
+// clock's callback resumes it when its steps are due, with one timer at the earliest due date so the
+// clock stops there.
+struct Wakes {
+  std::map<double, std::vector<sg4::Actor*>> due;
+  simgrid::kernel::timer::Timer* stop = nullptr;
+  double stop_date = 0;
+
+  void sleep_for(double seconds) {
+    const double now = sg4::Engine::get_clock();
+    due[now + seconds].push_back(sg4::Actor::self());
+    keep_stop(now);
+    sg4::this_actor::suspend();
+  }
+  void on_time_advance() {
+    const double now = sg4::Engine::get_clock();
+    while (!due.empty() && due.begin()->first - now < kPrecisionS) {
+      for (sg4::Actor* actor : due.begin()->second) actor->resume();
+      due.erase(due.begin());
+    }
+    keep_stop(now);
+  }
+  // The timer at the earliest due date; a timer that is due runs and goes by itself.
+  void keep_stop(double now) {
+    if (stop && !due.empty() && stop_date == due.begin()->first) return;
+    if (stop && stop_date > now) stop->remove();
+    stop = nullptr;
+    if (due.empty()) return;
+    stop_date = due.begin()->first;
+    stop = simgrid::kernel::timer::Timer::set(stop_date, [] {});
+  }
+};
+Wakes wakes;
+
 void worker(int i) {
   for (int round = 0; round < floor_.rounds; ++round) {
-    sg4::this_actor::sleep_for(kStepsS);
+    wakes.sleep_for(kStepsS);
     sg4::CommPtr upload = floor_.up[i]->put_async(&floor_.payload, kPayloadBytes);
     floor_.down[i]->get<int>();
     upload->wait();
@@ -104,6 +141,7 @@ int main(int argc, char** argv) {
   sg4::BarrierPtr all_uploaded = sg4::Barrier::create(static_cast<unsigned>(lanes));
   for (int first = 0; first < lanes; ++first) sg4::Actor::create("lane", relay, lane, first, lanes, all_uploaded);
   for (int i = 0; i < workers; ++i) sg4::Actor::create("worker", hosts[i], worker, i);
+  sg4::Engine::on_time_advance_cb([](double /*delta_s*/) { wakes.on_time_advance(); });
   engine.run();
   std::printf("simulated_s=%.1f\n", sg4::Engine::get_clock());
   return 0;
