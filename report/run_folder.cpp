@@ -31,8 +31,9 @@ constexpr const char* kMarkerText = "written by locosim: the next run of the sam
 // In a committed folder's marker, the line before its files, one a line: "<bytes> <name>".
 constexpr const char* kFilesHeading = "files of the finished run (bytes, name), checked before it is trusted:\n";
 
-void write_marker(const fs::path& dir, const std::string& files = "") {
-  write_text_file((dir / kRunMarker).string(), kMarkerText + (files.empty() ? "" : kFilesHeading + files));
+// Writes the marker file `marker` (a folder's kRunMarker, or a staged folder's kNewMarker).
+void write_marker(const fs::path& marker, const std::string& files = "") {
+  write_text_file(marker.string(), kMarkerText + (files.empty() ? "" : kFilesHeading + files));
 }
 
 // Every regular file under `dir` but its marker, with its size, as the marker lists them.
@@ -158,7 +159,7 @@ void claim_folder(const fs::path& dir) {
   }
   try {
     fs::create_directories(dir);
-    write_marker(dir);
+    write_marker(dir / kRunMarker);
   } catch (...) {
     // A file-size limit or a full disk: no empty marker, and no folder made for nothing. Each is
     // removed only while empty (another process may be filling it).
@@ -178,7 +179,7 @@ bool remove_if_unused(const fs::path& dir) {
   fs::remove(dir / kRunMarker, ec);
   if (::rmdir(dir.c_str()) == 0) return true;
   // Not empty any more: a run started in it meanwhile, and its folder stays locosim's.
-  write_marker(dir);
+  write_marker(dir / kRunMarker);
   return false;
 }
 
@@ -283,7 +284,7 @@ StagedFolder::StagedFolder(fs::path final_dir) : final_(std::move(final_dir)) {
     // together in one point's folder) must never see it unlocked, or it takes this live folder for a
     // dead one, locks it first, and removes it.
     const fs::path unlocked = temp_ / kNewMarker;
-    write_text_file(unlocked.string(), kMarkerText);
+    write_marker(unlocked);
     lock_fd_ = ::open(unlocked.c_str(), O_RDONLY | O_CLOEXEC);
     if (lock_fd_ < 0 || ::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
       throw std::runtime_error(temp_.string() + ": cannot lock its marker: " + std::strerror(errno));
@@ -307,7 +308,7 @@ StagedFolder::~StagedFolder() {
 
 void StagedFolder::commit() {
   if (!may_replace(final_)) throw std::runtime_error(not_ours(final_) + " (it appeared during the run)");
-  write_marker(temp_, file_list(temp_));  // the same file: the lock on it stays
+  write_marker(temp_ / kRunMarker, file_list(temp_));  // the same file: the lock on it stays
   std::error_code ec;
   if (fs::exists(fs::symlink_status(final_, ec))) fs::remove_all(final_);
   fs::rename(temp_, final_);
