@@ -13,6 +13,7 @@
 // prints `simulated_s=...`, the simulated time at the end.
 #include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
+#include <xbt/config.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -28,7 +29,6 @@ constexpr double kStepsS = 5.0;            // a round's inner steps: 5 of about 
 constexpr double kPayloadBytes = 300e6;    // 150 M parameters in fp16, as bench/scale.py's timing
 constexpr double kUpBytesPerS = 10e6 / 8, kDownBytesPerS = 100e6 / 8, kHomeLatencyS = 0.015;
 constexpr double kRelayBytesPerS = 100e9 / 8, kRelayLatencyS = 0.005;
-constexpr double kPrecisionS = 1e-5;       // SimGrid's default surf/precision
 
 struct Floor {
   int rounds = 0;
@@ -41,6 +41,7 @@ Floor floor_;
 // clock's callback resumes it when its steps are due, with one timer at the earliest due date so the
 // clock stops there.
 struct Wakes {
+  double precision = 0;  // SimGrid's surf/precision, set once the engine is made: as the CPU model ends actions
   std::map<double, std::vector<sg4::Actor*>> due;
   simgrid::kernel::timer::Timer* stop = nullptr;
   double stop_date = 0;
@@ -53,7 +54,7 @@ struct Wakes {
   }
   void on_time_advance() {
     const double now = sg4::Engine::get_clock();
-    while (!due.empty() && due.begin()->first - now < kPrecisionS) {
+    while (!due.empty() && due.begin()->first - now < precision) {
       for (sg4::Actor* actor : due.begin()->second) actor->resume();
       due.erase(due.begin());
     }
@@ -141,6 +142,7 @@ int main(int argc, char** argv) {
   sg4::BarrierPtr all_uploaded = sg4::Barrier::create(static_cast<unsigned>(lanes));
   for (int first = 0; first < lanes; ++first) sg4::Actor::create("lane", relay, lane, first, lanes, all_uploaded);
   for (int i = 0; i < workers; ++i) sg4::Actor::create("worker", hosts[i], worker, i);
+  wakes.precision = simgrid::config::get_value<double>("surf/precision");
   sg4::Engine::on_time_advance_cb([](double /*delta_s*/) { wakes.on_time_advance(); });
   engine.run();
   std::printf("simulated_s=%.1f\n", sg4::Engine::get_clock());

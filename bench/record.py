@@ -126,8 +126,7 @@ def targets(rows, name):
     for collective in ("ring", "relay"):
         table.append(check(f"cost of a worker-round, largest / smallest workers, {collective}: ≤ {MAX_COST_RATIO:g}",
                            last(rows, "scale_ratio", collective=collective), "marginal_ratio", MAX_COST_RATIO,
-                           lambda x, f: f"{x:.2f} (workers {f.get('workers', '?')}; "
-                                        f"from CPU time {f.get('marginal_cpu_ratio', '?')})"))
+                           shown_ratio))
     table.append(floor_row(rows, name))
     table.append(check(f"scenarios/swarm-10k.yaml at {SWARM_ROUNDS} rounds: ≤ {MAX_SWARM_S:g} s",
                        last(rows, "swarm", rounds=SWARM_ROUNDS), "wall_s", MAX_SWARM_S,
@@ -141,6 +140,11 @@ def targets(rows, name):
     return table
 
 
+def shown_ratio(ratio, fields):
+    """A `*_ratio` line's marginal ratio as the table shows it, with its workers and its CPU-time twin."""
+    return f"{ratio:.2f} (workers {fields.get('workers', '?')}; from CPU time {fields.get('marginal_cpu_ratio', '?')})"
+
+
 def floor_row(rows, name):
     """The same ratio for SimGrid alone shaped as the relay (bench/engine_floor.cpp): shown beside the
     targets, not one; what of locosim's growth the engine makes by itself."""
@@ -151,8 +155,7 @@ def floor_row(rows, name):
     fields, line = found
     ratio = number(fields, "marginal_ratio", name, line)
     above = "above" if ratio > MAX_COST_RATIO else "within"
-    return (what, f"{ratio:.2f} (workers {fields.get('workers', '?')}; from CPU time {fields.get('marginal_cpu_ratio', '?')})",
-            f"for comparison: {above} the {MAX_COST_RATIO:g} limit")
+    return what, shown_ratio(ratio, fields), f"for comparison: {above} the {MAX_COST_RATIO:g} limit"
 
 
 def peer_target(rows, name):
